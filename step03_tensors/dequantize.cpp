@@ -218,8 +218,9 @@ void dequantize_q3_k(const void* src, float* dst, int64_t n) {
                     float scale = d * float((low4 | (high2 << 4)) - 32);
                     for (int l = 0; l < 16; l++) {
                         int m = 16 * h + l;
-                        int q = (qs[m] >> (2 * shift)) & 3;
-                        if (!((hmask[m] >> hmask_bit) & 1)) q -= 4;
+                        int low2 = (qs[m] >> (2 * shift)) & 3;
+                        int high_bit = (hmask[m] >> hmask_bit) & 1;
+                        int q = low2 - 4 + 4 * high_bit;  // minus 4 unless the hmask bit is set
                         y[32 * shift + m] = scale * float(q);
                     }
                 }
