@@ -4,8 +4,9 @@
 // ggml's C struct for that block (the table at the top of each function). All multi-byte
 // fields are little-endian; scales marked f16 are IEEE half floats (common/half.h).
 //
-// The arithmetic follows the reference order (d * sc first, then * q, then - dmin * m), so the
-// results match gguf-py's numpy code bit for bit (test_dequantize.cpp checks this).
+// The arithmetic is the reference's: (d * scale) * q, then - dmin * min or + m. Every product
+// fits in float32's 24-bit mantissa, so only the last add rounds and the results match
+// gguf-py's numpy code bit for bit (test_dequantize.cpp checks this).
 #include "dequantize.h"
 
 #include "error.h"

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -122,6 +124,22 @@ TEST_CASE("every supported type dequantizes exactly as gguf-py does") {
 
         std::string report = compare_bits(got, expected);
         CHECK_MESSAGE(report.empty(), label << ": " << report);
+    }
+}
+
+TEST_CASE("the fixtures cover every type that claims a routine") {
+    std::set<uint32_t> covered;
+    for (const DequantCase& c : read_dequant_index()) covered.insert(c.type_id);
+    for (uint32_t id = 0; id < 64; id++) {
+        bool known = true;
+        try {
+            ggml_type_info(id);
+        } catch (const Error&) {
+            known = false;
+        }
+        if (!known) continue;
+        CAPTURE(ggml_type_info(id).name);
+        CHECK(ggml_type_info(id).can_dequantize == (covered.count(id) == 1));
     }
 }
 
