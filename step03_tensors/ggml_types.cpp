@@ -17,7 +17,7 @@ struct TypeEntry {
 // Ids 4-5 (the old Q4_2/Q4_3), 31-33 and 36-38 (repacked Q4_0/IQ4_NL layouts, now chosen by
 // the CPU backend at load time) are retired: no current file may use them.
 const TypeEntry kTypes[] = {
-    //  id   name        block  bytes  can_dequantize
+    // {id, {name, block size, bytes per block, can_dequantize}}
     {0, {"F32", 1, 4, true}},
     {1, {"F16", 1, 2, true}},
     {2, {"Q4_0", 32, 18, true}},     // f16 d, 16 bytes of 4-bit q
