@@ -43,8 +43,12 @@ struct GgufValue {
     std::vector<GgufValue> array;           // ARRAY: the elements (may be arrays themselves)
 };
 
+// A value's type as listings and error messages show it: "UINT32", or "ARRAY[STRING]".
+std::string gguf_value_type_name(const GgufValue& value);
+
 // Prints a value the way step02 lists it: numbers, "quoted strings", and arrays previewed as
-// [a, b, c, ... (151933 more)] showing at most `max_items` elements.
+// [a, b, c, ... (151933 more)] showing at most `max_items` elements. Strings longer than 60
+// bytes are cut and followed by their length: "{%- if ..."... (2507 bytes).
 std::string format_gguf_value(const GgufValue& value, size_t max_items = 3);
 
 class GgufMetadata {

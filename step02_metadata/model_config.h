@@ -21,8 +21,14 @@ struct ModelConfig {
     uint32_t n_vocab = 0;         // length of tokenizer.ggml.tokens (0 when absent)
 };
 
+// True when general.architecture names an architecture whose "<arch>.block_count" is present;
+// false for a vocab-only file.
+bool has_model_config(const GgufMetadata& metadata);
+
 // Reads and validates: every count positive, d_model divisible by n_heads, n_heads divisible
-// by n_kv_heads, head_dim even (RoPE rotates pairs), eps > 0, rope base > 0.
+// by n_kv_heads, head_dim even (RoPE rotates pairs), eps > 0, rope base > 0 (the one optional
+// key besides head_count_kv), and <arch>.attention.key_length/value_length, when present,
+// equal to head_dim.
 // Fails with one line naming the key, e.g. "metadata key 'qwen2.block_count' is missing".
 ModelConfig read_model_config(const GgufMetadata& metadata);
 
