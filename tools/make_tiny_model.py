@@ -195,10 +195,20 @@ def full_vocab_from_gguf(path):
                  scalar("tokenizer.ggml.eos_token_id"), scalar("tokenizer.ggml.padding_token_id"))
 
 
-def check_tiny_tokenizer_json(path, n_vocab):
-    """Load the written tokenizer.json with HF tokenizers and check that ids stay in range."""
+def check_tiny_tokenizer_json(path, n_vocab, real_path):
+    """Load the written tokenizer.json with HF tokenizers, check that ids stay in range, and that it
+    agrees with the real tokenizer on every piece that the real one encodes inside the prefix."""
     from tokenizers import Tokenizer
     tok = Tokenizer.from_file(str(path))
+    real = Tokenizer.from_file(str(real_path))
+    n_bpe = n_vocab - len(TINY_ADDED_TOKENS)
+    words = sorted(set((__doc__ + CHAT_TEMPLATE).split()))
+    agreeing = [w for w in words if max(real.encode(w).ids) < n_bpe]
+    for w in agreeing:
+        if tok.encode(w).ids != real.encode(w).ids:
+            sys.exit(f"{path}: {w!r} encodes differently from the real tokenizer")
+    if len(agreeing) < 50:
+        sys.exit(f"{path}: only {len(agreeing)} sample words lie inside the prefix")
     if tok.get_vocab_size(with_added_tokens=True) != n_vocab:
         sys.exit(f"{path}: HF tokenizers sees {tok.get_vocab_size()} tokens, expected {n_vocab}")
     samples = ["Hello world! The quick brown fox jumps over the lazy dog.",
@@ -213,7 +223,7 @@ def check_tiny_tokenizer_json(path, n_vocab):
             sys.exit(f"{path}: {text!r} does not survive encode/decode")
     if tok.token_to_id("<|im_end|>") != n_vocab - 3:
         sys.exit(f"{path}: <|im_end|> has the wrong id")
-    return tok
+    return tok, len(agreeing)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -526,7 +536,7 @@ def numpy_forward(W, cfg, token_ids, stats):
     return rms_norm(x, W["output_norm.weight"]) @ W["token_embd.weight"].T
 
 
-def check_tame(reader, cfg, tok, n_vocab):
+def check_tame(reader, cfg, tok):
     """The tiny model must be numerically tame: O(1) activations, logits spread over a few units,
     a softmax that is not saturated, and a greedy continuation that is not one token repeated."""
     W = dequantized_weights(reader)
@@ -601,9 +611,10 @@ def main():
 
     reader = check_gguf(out, plan, n_vocab, full_check=args.preset == "tiny")
     if args.preset == "tiny":
-        tok = check_tiny_tokenizer_json(tok_path, n_vocab)
-        print(f"wrote {tok_path}: loads in HF tokenizers, vocab {n_vocab}")
-        check_tame(reader, cfg, tok, n_vocab)
+        tok, n_agreeing = check_tiny_tokenizer_json(tok_path, n_vocab, args.vocab)
+        print(f"wrote {tok_path}: loads in HF tokenizers, vocab {n_vocab}, "
+              f"agrees with the real tokenizer on {n_agreeing} in-prefix sample words")
+        check_tame(reader, cfg, tok)
     print(f"checked {out} ({time.time() - start:.1f} s)")
 
 
