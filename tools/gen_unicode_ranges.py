@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Writes step04_tokenizer/unicode_ranges.inc: the code point ranges of the three Unicode classes
+that Qwen's pre-tokenizer regex asks about (\\p{L}, \\p{N}, \\s).
+
+    pip install unicodedata2==16.0.0     # the Unicode version HF tokenizers' regex engine uses
+    python3 tools/gen_unicode_ranges.py              # run from the repository root
+    python3 tools/gen_unicode_ranges.py --verify     # also probe HF tokenizers (about a minute)
+
+Why unicodedata2 and not Python's own unicodedata: HF `tokenizers` runs the split regex with
+Oniguruma, whose tables (tokenizers 0.23) follow Unicode 16.0. Python 3.11's unicodedata is
+Unicode 14.0 and misses about 9000 letters and 120 digits added since (e.g. U+1C89, U+105C0), so
+those would split differently. unicodedata2 16.0.0 is Unicode 16.0.
+
+The classes:
+  letter      general category L* (Lu, Ll, Lt, Lm, Lo)            = regex \\p{L}
+  number      general category N* (Nd, Nl, No)                    = regex \\p{N}
+  whitespace  the Unicode White_Space property                    = regex \\s in Oniguruma
+              = categories Zs, Zl, Zp plus U+0009..U+000D and U+0085. unicodedata has no
+              White_Space lookup, and str.isspace() is wider: it also says yes to U+001C..U+001F
+              (bidi class B/S), which the regex does not treat as \\s.
+
+--verify runs every code point through HF's Split pre-tokenizer with Qwen's pattern and checks the
+three classes against these tables (the oracle is the regex engine itself, not unicodedata).
+"""
+import argparse
+import bisect
+import sys
+
+try:
+    import unicodedata2 as unicodedata
+except ImportError:
+    sys.exit("needs unicodedata2 16.0.0 (Unicode 16.0): pip install unicodedata2==16.0.0")
+
+OUTPUT = "step04_tokenizer/unicode_ranges.inc"
+MAX_CODE_POINT = 0x10FFFF
+
+
+def is_letter(c):
+    return unicodedata.category(c)[0] == "L"
+
+
+def is_number(c):
+    return unicodedata.category(c)[0] == "N"
+
+
+def is_whitespace(c):
+    return unicodedata.category(c) in ("Zs", "Zl", "Zp") or c in "\t\n\v\f\r\x85"
+
+
+def ranges_of(predicate):
+    """[(first, last)] inclusive ranges of the code points that satisfy predicate."""
+    ranges = []
+    for cp in range(MAX_CODE_POINT + 1):
+        if 0xD800 <= cp <= 0xDFFF or not predicate(chr(cp)):
+            continue
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    return ranges
+
+
+def write_table(out, name, ranges, what):
+    out.write(f"// {what}: {len(ranges)} ranges\n")
+    out.write(f"static const CodePointRange {name}[] = {{\n")
+    for i in range(0, len(ranges), 4):
+        row = ", ".join(f"{{0x{a:05X}, 0x{b:05X}}}" for a, b in ranges[i:i + 4])
+        out.write(f"    {row},\n")
+    out.write("};\n\n")
+
+
+def verify_against_hf(tables):
+    """Probes each code point with HF's regex: "a"+c is one piece only if c is a letter; "\\t"+c
+    is one piece only if c is whitespace; "1"+c and "!"+c both split before c only if c is a
+    number (or whitespace, ruled out first)."""
+    from tokenizers import Regex, pre_tokenizers
+
+    pattern = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+               r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+    split = pre_tokenizers.Split(Regex(pattern), behavior="isolated")
+
+    def pieces(text):
+        return [piece for piece, _ in split.pre_tokenize_str(text)]
+
+    def inside(ranges, cp):
+        i = bisect.bisect_right(ranges, [cp, MAX_CODE_POINT]) - 1
+        return i >= 0 and ranges[i][0] <= cp <= ranges[i][1]
+
+    letters, numbers, spaces = tables
+    mismatches = 0
+    for cp in range(MAX_CODE_POINT + 1):
+        if 0xD800 <= cp <= 0xDFFF or cp in (0x0A, 0x0D):  # \r \n are special-cased by the regex
+            continue
+        c = chr(cp)
+        hf_letter = len(pieces("a" + c)) == 1
+        hf_space = not hf_letter and len(pieces("\t" + c)) == 1
+        hf_number = (not hf_letter and not hf_space and pieces("1" + c) == ["1", c]
+                     and pieces("!" + c) == ["!", c])
+        ours = (inside(letters, cp), inside(numbers, cp), inside(spaces, cp))
+        if ours != (hf_letter, hf_number, hf_space):
+            mismatches += 1
+            if mismatches <= 20:
+                print(f"U+{cp:04X}: tables say letter/number/space = {ours}, "
+                      f"HF = {(hf_letter, hf_number, hf_space)}")
+    print(f"verify: {mismatches} code points disagree with HF tokenizers")
+    return mismatches == 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--verify", action="store_true", help="probe HF tokenizers too")
+    args = parser.parse_args()
+
+    letters = ranges_of(is_letter)
+    numbers = ranges_of(is_number)
+    spaces = ranges_of(is_whitespace)
+    with open(OUTPUT, "w", encoding="ascii", newline="\n") as out:
+        out.write(f"// unicode_ranges.inc - generated by tools/gen_unicode_ranges.py from Unicode "
+                  f"{unicodedata.unidata_version}\n")
+        out.write("// (unicodedata2). Do not edit: re-run the script. Inclusive [first, last] "
+                  "ranges, sorted.\n\n")
+        out.write(f'static const char kUnicodeVersion[] = "{unicodedata.unidata_version}";\n\n')
+        write_table(out, "kLetterRanges", letters, "\\p{L}: general category L*")
+        write_table(out, "kNumberRanges", numbers, "\\p{N}: general category N*")
+        write_table(out, "kWhitespaceRanges", spaces,
+                    "\\s: White_Space = Zs, Zl, Zp, U+0009..U+000D, U+0085")
+    print(f"wrote {OUTPUT}: Unicode {unicodedata.unidata_version}, {len(letters)} letter, "
+          f"{len(numbers)} number, {len(spaces)} whitespace ranges")
+    if args.verify and not verify_against_hf((letters, numbers, spaces)):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
