@@ -235,6 +235,7 @@ static double f64_from_bits(uint64_t bits) {
 static GgufValue read_value(GgufReader& reader, GgufType type, const std::string& what, int nesting);
 
 // ARRAY: element type (u32), element count (u64), then the elements back to back.
+// `nesting` is this array's depth: 1 for a value that is an array, 2 for its element arrays.
 static void read_array(GgufReader& reader, GgufValue& value, const std::string& what, int nesting) {
     uint64_t offset = reader.offset();
     if (nesting > kMaxArrayNesting)
@@ -249,7 +250,10 @@ static void read_array(GgufReader& reader, GgufValue& value, const std::string& 
              what.c_str(), (unsigned long long)offset, (unsigned long long)count,
              gguf_type_name(value.array_type).c_str(), (unsigned long long)reader.bytes_left(),
              (unsigned long long)min_bytes);
-    value.array.reserve(count);  // safe now: count x min_bytes <= bytes left
+    // A count that fits (a string takes at least 8 bytes) may still mean 11x more bytes of
+    // parsed values than the file holds: reserve at most the bytes left, and grow past that
+    // only as elements are really read.
+    value.array.reserve(std::min(count, reader.bytes_left() / sizeof(GgufValue)));
     for (uint64_t i = 0; i < count; i++)
         value.array.push_back(read_value(reader, value.array_type, what, nesting));
 }

@@ -1,8 +1,9 @@
 // gguf_tensors.h - the tensor directory and the tensor data, memory-mapped.
 //
 // After the key/value pairs come `tensor_count` tensor infos:
-//   name (GGUF string, at most 64 bytes) | n_dims (u32, 1..4) | n_dims x u64 dims | type (u32)
+//   name (GGUF string, at most 63 bytes) | n_dims (u32, 1..4) | n_dims x u64 dims | type (u32)
 //   | offset (u64, relative to the data section, a multiple of the alignment)
+// The name limit is ggml's: it stores names in char[64] with a terminating NUL.
 // The data section starts at the first multiple of general.alignment (default 32) after the
 // last tensor info. dims[0] (ne0) is the row length: an HF Linear weight [out, in] is stored
 // with dims = [in, out], i.e. `out` rows of `in` elements.
@@ -31,7 +32,7 @@ struct TensorInfo {
 // A read-only memory map of a whole file; unmapped when destroyed.
 class MappedFile {
 public:
-    explicit MappedFile(const std::string& path);  // fails: "cannot map 'path': ..."
+    explicit MappedFile(const std::string& path);  // fails: "cannot open 'path': ..."
     ~MappedFile();
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
@@ -45,8 +46,9 @@ private:
 };
 
 // Reads `count` tensor infos starting at the reader's offset (right after the metadata),
-// checks each (name length, n_dims, dims, type, overflow of the element count) and returns
-// them with n_elements and n_bytes filled in.
+// checks each (name length, n_dims, dims > 0, type, row length a whole number of blocks,
+// overflow of the element and byte counts, no duplicate names) and returns them with
+// n_elements and n_bytes filled in. Errors name the tensor and its info's offset.
 std::vector<TensorInfo> read_tensor_infos(GgufReader& reader, uint64_t count);
 
 // The data section's start: `end_of_infos` rounded up to `alignment`.
@@ -55,8 +57,8 @@ uint64_t data_section_offset(uint64_t end_of_infos, uint32_t alignment);
 // general.alignment, 32 when absent; fails unless it is a UINT32 power of two.
 uint32_t read_alignment(const GgufMetadata& metadata);
 
-// Checks every tensor against the file: offset aligned, data inside the file, no duplicate
-// names, and points `data` at the tensor's bytes in `file_bytes`.
+// Checks every tensor against the file: offset aligned, data inside the file; then points
+// `data` at the tensor's bytes in `file_bytes`.
 void place_tensors(std::vector<TensorInfo>& tensors, uint64_t data_offset, uint32_t alignment,
                    const uint8_t* file_bytes, uint64_t file_size);
 
@@ -74,5 +76,9 @@ struct GgufFile {
     const TensorInfo& get(const std::string& name) const;   // fails: "tensor 'NAME' is missing"
 };
 
-// Parses the whole directory, maps the file and places every tensor.
+// Parses a whole GGUF image already in memory and places every tensor in it (`mapping` stays
+// empty; the caller keeps `bytes` alive). The robustness checks feed it mutated copies.
+GgufFile read_gguf(const uint8_t* bytes, uint64_t size);
+
+// Maps the file, then parses it with read_gguf(); the mapping lives as long as the GgufFile.
 GgufFile open_gguf(const std::string& path);
