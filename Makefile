@@ -74,7 +74,7 @@ setup: ## install doctest-dev (apt) and the Python tools that tools/ scripts use
 
 diff: ## what step STEP=NN adds to the step before it, e.g. make diff STEP=03
 	@test -n "$(STEP)" || { echo "usage: make diff STEP=NN" >&2; exit 2; }
-	@prev=$$(printf '%02d' $$((10#$(STEP) - 1))); \
+	@prev=$$(printf '%02d' $$(expr $(STEP) - 1)); \
 	 diff -ru --exclude='*.o' $$(ls -d step$${prev}_*) $$(ls -d step$(STEP)_*) || true
 
 clean: ## remove build outputs and the stepNN binaries
