@@ -73,7 +73,7 @@ TEST_CASE("decode(encode(s)) == s for random text, valid UTF-8 or not") {
     for (int round = 0; round < 500; round++) {
         const bool valid = round % 2 == 0;
         const std::string text = random_text(rng, valid);
-        CHECK(is_valid_utf8(text) == (valid || is_valid_utf8(text)));
+        if (valid) CHECK(is_valid_utf8(text));
         CHECK(tokenizer.decode(tokenizer.encode(text)) == text);
     }
     std::string why_not;

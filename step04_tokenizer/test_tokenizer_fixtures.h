@@ -12,9 +12,7 @@
 #include <vector>
 
 #include "error.h"
-#include "gguf_header.h"
-#include "gguf_metadata.h"
-#include "gguf_reader.h"
+#include "gguf_tensors.h"
 #include "tokenizer.h"
 
 // One record: the "# ..." comment above it and its "key value" lines, in file order.
@@ -92,11 +90,8 @@ inline std::vector<std::string> split_words(const std::string& text) {
 }
 
 inline std::unique_ptr<Tokenizer> load_tokenizer(const std::string& gguf_path) {
-    InputFile file(gguf_path);
-    GgufReader reader(file);
-    GgufHeader header = read_gguf_header(reader);
-    GgufMetadata metadata = read_gguf_metadata(reader, header.metadata_kv_count);
-    return std::make_unique<Tokenizer>(read_vocabulary(metadata));
+    GgufFile file = open_gguf(gguf_path);  // the vocab-only file has no tensors: that is fine
+    return std::make_unique<Tokenizer>(read_vocabulary(file.metadata));
 }
 
 inline const Tokenizer& tiny_tokenizer() {

@@ -16,7 +16,7 @@ readable "# ..." comment; texts are stored as hex so that every byte is exact):
                        the normalizer removed ("raw_ids", what step04 documents it produces),
                        for both vocabularies
   chat.txt             conversations: the ChatML text rendered by jinja2 from the tiny model's
-                       tokenizer.chat_template (+ "<|im_start|>assistant\\n" when asked), and its ids
+                       tokenizer.chat_template (with add_generation_prompt), and its ids
   byte_symbols.txt     GPT-2's byte -> character map, from HF's ByteLevel pre-tokenizer
 
 Every corpus text is valid UTF-8 and already NFC (checked here), since HF would change anything
@@ -565,9 +565,10 @@ def write_chat(qwen, tiny):
     ]
     records = []
     for messages, generation_prompt in conversations:
-        rendered = template.render(messages=[{"role": r, "content": c} for r, c in messages])
-        if generation_prompt:
-            rendered += "<|im_start|>assistant\n"
+        rendered = template.render(messages=[{"role": r, "content": c} for r, c in messages],
+                                   add_generation_prompt=generation_prompt)
+        if generation_prompt and "add_generation_prompt" not in template_text:
+            rendered += "<|im_start|>assistant\n"  # a template without the generation prompt
         fields = [("message", f"{role} {content.encode().hex()}") for role, content in messages]
         fields.append(("generation_prompt", "1" if generation_prompt else "0"))
         fields.append(("rendered", rendered.encode().hex()))
