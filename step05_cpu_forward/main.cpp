@@ -1,0 +1,217 @@
+// step05: run the whole Qwen2 model on the CPU and continue a prompt greedily.
+//
+//   make step05 && ./step05 models/tiny-qwen2.gguf -p "Once upon a time," -n 32
+//   ./step05 qwen2.5-0.5b-instruct-q8_0.gguf --chat -p "Why is the sky blue?" -n 64
+//   ./step05 models/tiny-qwen2.gguf -p "Hello" -n 0 --dump-logits logits.f32
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+#include <unistd.h>
+
+#include "chat_template.h"
+#include "cli.h"
+#include "error.h"
+#include "forward_cpu.h"
+#include "generate.h"
+#include "gguf_tensors.h"
+#include "half.h"
+#include "model_config.h"
+#include "timer.h"
+#include "tokenizer.h"
+#include "weights.h"
+
+static void print_usage(std::FILE* out) {
+    std::fprintf(out,
+                 "usage: step05 MODEL.gguf (-p TEXT | -f FILE) [options]\n"
+                 "\n"
+                 "Runs the Qwen2 forward pass on the CPU and prints the greedy continuation as it is\n"
+                 "generated, then a timing line on stderr. There is no KV cache yet: every new token\n"
+                 "re-runs the whole sequence.\n"
+                 "\n"
+                 "  -m MODEL.gguf        the model (or give it as the first argument)\n"
+                 "  -p TEXT              the prompt\n"
+                 "  -f FILE              read the prompt from FILE (its exact bytes)\n"
+                 "  -n N                 tokens to generate (default 32; 0 runs only the prompt)\n"
+                 "  --chat               wrap the prompt in ChatML: Qwen2.5's default system turn,\n"
+                 "                       the prompt as the user turn, then the generation prompt\n"
+                 "  --ids                print the generated token ids instead of text\n"
+                 "  --dump-logits PATH   write the logits of the last prompt position to PATH\n"
+                 "                       (n_vocab little-endian float32 values)\n"
+                 "  -t N                 threads (default: every core)\n"
+                 "  -c N                 context limit in tokens (default and maximum: the model's)\n"
+                 "  -h, --help           show this help\n"
+                 "\n"
+                 "Generation stops after N tokens, at the context limit, or at <|im_end|> or\n"
+                 "<|endoftext|>.\n");
+}
+
+static std::string read_file_bytes(const std::string& path) {
+    std::FILE* file = std::fopen(path.c_str(), "rb");
+    if (!file) fail("cannot open '%s': %s", path.c_str(), std::strerror(errno));
+    std::string bytes;
+    char buffer[1 << 16];
+    size_t count;
+    while ((count = std::fread(buffer, 1, sizeof buffer, file)) > 0) bytes.append(buffer, count);
+    const bool failed = std::ferror(file);
+    std::fclose(file);
+    if (failed) fail("cannot read '%s'", path.c_str());
+    return bytes;
+}
+
+// Little-endian float32, assembled byte by byte whatever the host's byte order.
+static void write_f32_le(const std::string& path, const std::vector<float>& values) {
+    std::vector<uint8_t> bytes;
+    bytes.reserve(values.size() * 4);
+    for (float value : values) {
+        const uint32_t bits = f32_to_bits(value);
+        for (int b = 0; b < 4; b++) bytes.push_back(uint8_t(bits >> (8 * b)));
+    }
+    std::FILE* file = std::fopen(path.c_str(), "wb");
+    if (!file) fail("cannot write '%s': %s", path.c_str(), std::strerror(errno));
+    const size_t written = std::fwrite(bytes.data(), 1, bytes.size(), file);
+    const bool closed = std::fclose(file) == 0;
+    if (written != bytes.size() || !closed) fail("cannot write '%s'", path.c_str());
+}
+
+struct Options {
+    std::string model_path;
+    std::string prompt;
+    bool has_prompt = false;
+    int n_new = 32;
+    bool chat = false;
+    bool print_ids = false;
+    std::string dump_logits_path;  // empty: no dump
+    int threads = 0;               // 0: OpenMP's default (every core, or OMP_NUM_THREADS)
+    int context_limit = 0;         // 0: the model's context length
+};
+
+// Reads the command line; fails with one line naming the flag that is wrong.
+static Options parse_options(int argc, char** argv) {
+    Options options;
+    for (int i = 1; i < argc; i++) {
+        const char* flag = argv[i];
+        if (!std::strcmp(flag, "-m")) {
+            options.model_path = flag_value(i, argc, argv);
+        } else if (!std::strcmp(flag, "-p")) {
+            options.prompt = flag_value(i, argc, argv);
+            options.has_prompt = true;
+        } else if (!std::strcmp(flag, "-f")) {
+            options.prompt = read_file_bytes(flag_value(i, argc, argv));
+            options.has_prompt = true;
+        } else if (!std::strcmp(flag, "-n")) {
+            const long long n = parse_int(flag_value(i, argc, argv), flag);
+            if (n < 0 || n > INT_MAX) fail("flag -n expects a count of 0 or more, got %lld", n);
+            options.n_new = int(n);
+        } else if (!std::strcmp(flag, "--chat")) {
+            options.chat = true;
+        } else if (!std::strcmp(flag, "--ids")) {
+            options.print_ids = true;
+        } else if (!std::strcmp(flag, "--dump-logits")) {
+            options.dump_logits_path = flag_value(i, argc, argv);
+        } else if (!std::strcmp(flag, "-t")) {
+            const long long n = parse_int(flag_value(i, argc, argv), flag);
+            if (n < 1 || n > 4096) fail("flag -t expects 1 to 4096 threads, got %lld", n);
+            options.threads = int(n);
+        } else if (!std::strcmp(flag, "-c")) {
+            const long long n = parse_int(flag_value(i, argc, argv), flag);
+            if (n < 1 || n > INT_MAX) fail("flag -c expects a positive token count, got %lld", n);
+            options.context_limit = int(n);
+        } else if (flag[0] == '-' || !options.model_path.empty()) {
+            fail("unexpected argument '%s'", flag);
+        } else {
+            options.model_path = flag;
+        }
+    }
+    if (options.model_path.empty()) fail("no model given");
+    if (!options.has_prompt) fail("no prompt given: use -p TEXT or -f FILE");
+    return options;
+}
+
+int main(int argc, char** argv) {
+    for (int i = 1; i < argc; i++) {
+        if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
+            print_usage(stdout);
+            return 0;
+        }
+    }
+    Options options;
+    try {
+        options = parse_options(argc, argv);
+    } catch (const Error& error) {
+        std::fprintf(stderr, "error: %s\n\n", error.what());
+        print_usage(stderr);
+        return 2;
+    }
+
+    try {
+        if (options.threads > 0) omp_set_num_threads(options.threads);
+
+        Timer load_timer;
+        GgufFile file = open_gguf(options.model_path);
+        ModelConfig config = read_model_config(file.metadata);
+        Tokenizer tokenizer(read_vocabulary(file.metadata));
+        // One line rewritten in place on a terminal; only the final count in a log file.
+        const bool on_terminal = isatty(fileno(stderr));
+        Weights weights = load_weights(file, config, [&](size_t checked, size_t total) {
+            if (on_terminal || checked == total)
+                std::fprintf(stderr, "\rloading: %zu/%zu tensors checked", checked, total);
+        });
+        std::fprintf(stderr, " in %.1f ms\n", load_timer.elapsed_ms());
+        std::fprintf(stderr,
+                     "model: %s, %u layers, d_model %u, %u heads (%u KV) of %u, d_ff %u, "
+                     "vocab %d, context %u%s\n",
+                     config.architecture.c_str(), config.n_layers, config.d_model, config.n_heads,
+                     config.n_kv_heads, config.head_dim, config.d_ff, weights.n_vocab,
+                     config.context_length, weights.tied_output ? ", LM head tied" : "");
+
+        int context_limit = int(config.context_length);
+        if (options.context_limit > context_limit)
+            fail("-c %d is larger than the model's context length %d", options.context_limit,
+                 context_limit);
+        if (options.context_limit > 0) context_limit = options.context_limit;
+
+        std::string text = options.prompt;
+        if (options.chat)
+            text = render_chatml({{"system", kDefaultSystemPrompt}, {"user", text}}, true);
+        const std::vector<int32_t> prompt = tokenizer.encode(text);
+
+        StreamDecoder decoder(tokenizer);
+        RunState state;
+        std::vector<float> prompt_logits;  // (n_vocab) for --dump-logits
+        bool first_id = true;
+        GenerationStats stats = generate_greedy(
+            config, weights, prompt, options.n_new, context_limit, state,
+            [&](int32_t id) {
+                if (tokenizer.is_end_of_generation(id)) return false;
+                if (options.print_ids) std::printf(first_id ? "%d" : " %d", id);
+                else std::fputs(decoder.push(id).c_str(), stdout);
+                std::fflush(stdout);
+                first_id = false;
+                return true;
+            },
+            options.dump_logits_path.empty() ? nullptr : &prompt_logits);
+        if (!options.print_ids) std::fputs(decoder.flush().c_str(), stdout);
+        if (!first_id) std::printf("\n");
+        if (!options.dump_logits_path.empty()) write_f32_le(options.dump_logits_path, prompt_logits);
+
+        // The first token comes from the prompt's pass; each later one costs a pass over the
+        // whole sequence so far, so ms/token grows with the length.
+        std::fprintf(stderr, "prompt: %d tokens in %.1f ms (%.1f tokens/s)", stats.n_prompt,
+                     stats.prompt_ms, 1000.0 * stats.n_prompt / stats.prompt_ms);
+        if (stats.n_passes > 0)
+            std::fprintf(stderr, " | generated: %d tokens, %.1f ms/token (%.2f tokens/s)",
+                         stats.n_generated, stats.generate_ms / stats.n_passes,
+                         1000.0 * stats.n_passes / stats.generate_ms);
+        std::fprintf(stderr, " | %d threads\n", omp_get_max_threads());
+    } catch (const Error& error) {
+        std::fprintf(stderr, "error: %s\n", error.what());
+        return 1;
+    }
+    return 0;
+}
