@@ -67,9 +67,10 @@ Tokenizer::Tokenizer(Vocabulary vocabulary) : vocabulary_(std::move(vocabulary))
         if (added || !symbols_to_bytes(text, token_bytes_[size_t(id)])) token_bytes_[size_t(id)] = text;
         if (added && !text.empty()) added_by_first_byte_[uint8_t(text[0])].push_back(id);
     }
-    for (std::vector<int32_t>& candidates : added_by_first_byte_)
-        std::stable_sort(candidates.begin(), candidates.end(), [&](int32_t a, int32_t b) {
-            return tokens[size_t(a)].size() > tokens[size_t(b)].size();
+    for (std::vector<int32_t>& candidates : added_by_first_byte_)  // longest first; then by id
+        std::sort(candidates.begin(), candidates.end(), [&](int32_t a, int32_t b) {
+            const size_t length_a = tokens[size_t(a)].size(), length_b = tokens[size_t(b)].size();
+            return length_a != length_b ? length_a > length_b : a < b;
         });
 
     for (int byte = 0; byte < 256; byte++) {

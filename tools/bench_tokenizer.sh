@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Tokenizer speed: step04 next to HF tokenizers (one thread each) on the same text, with the
+# ids compared. Not a test. Run from anywhere:
+#
+#   tools/bench_tokenizer.sh              # a few MB of mixed text built from this repository
+#   tools/bench_tokenizer.sh FILE...      # your own files
+#
+# Needs the real vocabulary ($QWEN_TOKENIZER_DIR, default ../shared/qwen-tokenizer: its
+# qwen-bpe-vocab.gguf and tokenizer.json) and Python's tokenizers.
+set -eu
+cd "$(dirname "$0")/.."
+vocab_dir=${QWEN_TOKENIZER_DIR:-../shared/qwen-tokenizer}
+mkdir -p build/bench
+sources=$(ls step04_tokenizer/*.cpp | grep -v -e '/main\.cpp$' -e '/test_')
+echo "building build/bench/bench_tokenizer (-O2)"
+${CXX:-g++} -O2 -std=c++17 -Wall -Wextra -Istep04_tokenizer -Icommon tools/bench_tokenizer.cpp $sources \
+    -fopenmp -o build/bench/bench_tokenizer
+python3 tools/bench_tokenizer.py --vocab-dir "$vocab_dir" --bench build/bench/bench_tokenizer "$@"
