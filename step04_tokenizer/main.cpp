@@ -22,20 +22,21 @@
 #include "utf8.h"
 
 static void print_usage(std::FILE* out) {
-    std::fprintf(out,
-                 "usage: step04 MODEL.gguf [TEXT | --file PATH | --decode IDS | --chat MESSAGE] [--ids]\n"
-                 "\n"
-                 "Loads the tokenizer from the file's tokenizer.ggml.* keys (a vocab-only GGUF with no\n"
-                 "tensors is fine). With no text, prints a summary of the vocabulary.\n"
-                 "\n"
-                 "  TEXT             encode TEXT and print a table: position, id, the token's bytes\n"
-                 "  --file PATH      encode the bytes of PATH, exactly as stored (nothing stripped)\n"
-                 "  --ids            print only the ids, space-separated, on one line\n"
-                 "  --decode IDS     print the text of token ids (\"9707 11 1879\" or \"9707,11,1879\")\n"
-                 "  --chat MESSAGE   render MESSAGE as a ChatML prompt (Qwen2.5's default system turn,\n"
-                 "                   then the generation prompt) and encode it; prints the file's\n"
-                 "                   tokenizer.chat_template first when it has one\n"
-                 "  -h, --help       show this help\n");
+    std::fprintf(
+        out,
+        "usage: step04 MODEL.gguf [TEXT | --file PATH | --decode IDS | --chat MESSAGE] [--ids]\n"
+        "\n"
+        "Loads the tokenizer from the file's tokenizer.ggml.* keys (a vocab-only GGUF with no\n"
+        "tensors is fine). With no text, prints a summary of the vocabulary.\n"
+        "\n"
+        "  TEXT             encode TEXT and print a table: position, id, the token's bytes\n"
+        "  --file PATH      encode the bytes of PATH, exactly as stored (nothing stripped)\n"
+        "  --ids            print only the ids, space-separated, on one line\n"
+        "  --decode IDS     print the text of token ids (\"9707 11 1879\" or \"9707,11,1879\")\n"
+        "  --chat MESSAGE   render MESSAGE as a ChatML prompt (Qwen2.5's default system turn,\n"
+        "                   then the generation prompt) and encode it; prints the file's\n"
+        "                   tokenizer.chat_template first when it has one\n"
+        "  -h, --help       show this help\n");
 }
 
 // A token's bytes for the table: printable UTF-8 as is, the rest escaped, so that a token
@@ -46,7 +47,8 @@ static std::string escape_bytes(const std::string& bytes) {
         const Utf8Char c = decode_utf8(bytes, pos);
         const uint32_t cp = c.code_point;
         if (c.status != Utf8Status::Valid) {
-            for (size_t i = 0; i < c.length; i++) text += strprintf("\\x%02x", uint8_t(bytes[pos + i]));
+            for (size_t i = 0; i < c.length; i++)
+                text += strprintf("\\x%02x", uint8_t(bytes[pos + i]));
         } else if (cp == '\n') {
             text += "\\n";
         } else if (cp == '\r') {
@@ -88,8 +90,8 @@ static void print_token_table(const Tokenizer& tokenizer, const std::vector<int3
     std::printf("%6s  %7s  %s\n", "#", "id", "bytes");
     for (size_t i = 0; i < ids.size(); i++) {
         const char* type = token_type_name(tokenizer.vocabulary().token_types[size_t(ids[i])]);
-        std::printf("%6zu  %7d  \"%s\"%s%s\n", i, ids[i], escape_bytes(tokenizer.token_bytes(ids[i])).c_str(),
-                    *type ? "  " : "", type);
+        std::printf("%6zu  %7d  \"%s\"%s%s\n", i, ids[i],
+                    escape_bytes(tokenizer.token_bytes(ids[i])).c_str(), *type ? "  " : "", type);
     }
 }
 
@@ -97,14 +99,15 @@ static void print_vocabulary_summary(const Tokenizer& tokenizer) {
     const Vocabulary& vocabulary = tokenizer.vocabulary();
     std::printf("tokens:          %d\n", tokenizer.n_vocab());
     std::printf("merges:          %zu\n", vocabulary.merges.size());
-    std::printf("bos / eos / pad: %d / %d / %d (-1: not set)\n", vocabulary.bos_id, vocabulary.eos_id,
-                vocabulary.pad_id);
+    std::printf("bos / eos / pad: %d / %d / %d (-1: not set)\n", vocabulary.bos_id,
+                vocabulary.eos_id, vocabulary.pad_id);
     std::printf("unicode tables:  %s\n", unicode_ranges_version());
     std::printf("added tokens (matched in text before anything else):\n");
     for (int32_t id = 0; id < tokenizer.n_vocab(); id++) {
         const int32_t type = vocabulary.token_types[size_t(id)];
         if (type == kTokenControl || type == kTokenUserDefined)
-            std::printf("  %7d  %-24s %s%s\n", id, vocabulary.tokens[size_t(id)].c_str(), token_type_name(type),
+            std::printf("  %7d  %-24s %s%s\n", id, vocabulary.tokens[size_t(id)].c_str(),
+                        token_type_name(type),
                         tokenizer.is_end_of_generation(id) ? ", ends generation" : "");
     }
 }
@@ -124,7 +127,8 @@ static std::vector<int32_t> parse_id_list(const std::string& text) {
         char* stop = nullptr;
         const long long id = std::strtoll(word.c_str(), &stop, 10);
         if (*stop != '\0' || id < INT32_MIN || id > INT32_MAX)
-            fail("--decode expects token ids separated by spaces or commas, got '%s'", word.c_str());
+            fail("--decode expects token ids separated by spaces or commas, got '%s'",
+                 word.c_str());
         ids.push_back(int32_t(id));
         pos = end;
     }
@@ -234,9 +238,11 @@ int main(int argc, char** argv) {
         print_token_table(tokenizer, ids);
         std::printf("\nids: ");
         print_ids(ids);
-        std::printf("%zu bytes -> %zu tokens (%.2f bytes per token); encoded in %.3f ms, tokenizer loaded in %.1f ms\n",
-                    text.size(), ids.size(), ids.empty() ? 0.0 : double(text.size()) / double(ids.size()),
-                    encode_ms, load_ms);
+        std::printf(
+            "%zu bytes -> %zu tokens (%.2f bytes per token); encoded in %.3f ms, tokenizer loaded "
+            "in %.1f ms\n",
+            text.size(), ids.size(), ids.empty() ? 0.0 : double(text.size()) / double(ids.size()),
+            encode_ms, load_ms);
     } catch (const Error& error) {
         std::fprintf(stderr, "error: %s\n", error.what());
         return 1;

@@ -51,8 +51,10 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < ids.size(); i++) std::fprintf(out, i ? " %d" : "%d", ids[i]);
         std::fprintf(out, "\n");
         std::fclose(out);
-        std::printf("step04: %8.2f MB/s  %zu bytes -> %zu tokens in %.3f s (best of %d; vocabulary loaded in %.0f ms)\n",
-                    double(text.size()) / 1e6 / best_s, text.size(), ids.size(), best_s, repeats, load_ms);
+        std::printf(
+            "step04: %8.2f MB/s  %zu bytes -> %zu tokens in %.3f s (best of %d; vocabulary loaded "
+            "in %.0f ms)\n",
+            double(text.size()) / 1e6 / best_s, text.size(), ids.size(), best_s, repeats, load_ms);
     } catch (const Error& error) {
         std::fprintf(stderr, "error: %s\n", error.what());
         return 1;
