@@ -5,19 +5,19 @@
 #include "ops_cpu.h"
 
 // Grows or shrinks every buffer to hold n_tokens positions.
-static void resize_state(RunState& s, const ModelConfig& c, int n_tokens, int n_vocab,
+static void resize_state(RunState& s, const ModelConfig& config, int n_tokens, int n_vocab,
                          int n_logit_rows) {
-    size_t n = size_t(n_tokens);
+    const size_t n = size_t(n_tokens);
     s.n_tokens = n_tokens;
-    s.x.resize(n * c.d_model);
-    s.h.resize(n * c.d_model);
-    s.q.resize(n * c.n_heads * c.head_dim);
-    s.k.resize(n * c.n_kv_heads * c.head_dim);
-    s.v.resize(n * c.n_kv_heads * c.head_dim);
-    s.attn.resize(n * c.n_heads * c.head_dim);
-    s.delta.resize(n * c.d_model);
-    s.gate.resize(n * c.d_ff);
-    s.up.resize(n * c.d_ff);
+    s.x.resize(n * config.d_model);
+    s.h.resize(n * config.d_model);
+    s.q.resize(n * config.n_heads * config.head_dim);
+    s.k.resize(n * config.n_kv_heads * config.head_dim);
+    s.v.resize(n * config.n_kv_heads * config.head_dim);
+    s.attn.resize(n * config.n_heads * config.head_dim);
+    s.delta.resize(n * config.d_model);
+    s.gate.resize(n * config.d_ff);
+    s.up.resize(n * config.d_ff);
     s.logits.resize(size_t(n_logit_rows) * n_vocab);
 }
 
@@ -45,8 +45,8 @@ void forward(const ModelConfig& config, const Weights& weights, const std::vecto
     const int kv_dim = n_kv_heads * head_dim;
     const int d_ff = int(config.d_ff);
     const int n_logit_rows = rows == LogitRows::All ? n : 1;
-    resize_state(state, config, n, weights.n_vocab, n_logit_rows);
     RunState& s = state;
+    resize_state(s, config, n, weights.n_vocab, n_logit_rows);
 
     embedding(s.x.data(), weights.token_embd.data, weights.token_embd.type, ids.data(), n, d);
 
