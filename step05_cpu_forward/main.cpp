@@ -144,8 +144,7 @@ int main(int argc, char** argv) {
     try {
         options = parse_options(argc, argv);
     } catch (const Error& error) {
-        std::fprintf(stderr, "error: %s\n\n", error.what());
-        print_usage(stderr);
+        std::fprintf(stderr, "error: %s (see --help)\n", error.what());
         return 2;
     }
 
