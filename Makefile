@@ -30,7 +30,7 @@ step_dir = $(wildcard step$(1)_*)
 QWEN_TOKENIZER_DIR ?= $(abspath ../shared/qwen-tokenizer)
 export QWEN_TOKENIZER_DIR
 
-.PHONY: help test setup deps clean diff bench $(addprefix step,$(STEPS)) $(addprefix test-step,$(STEPS))
+.PHONY: help test setup deps clean diff bench demo $(addprefix step,$(STEPS)) $(addprefix test-step,$(STEPS))
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 16
@@ -76,6 +76,13 @@ diff: ## what step STEP=NN adds to the step before it, e.g. make diff STEP=03
 	@test -n "$(STEP)" || { echo "usage: make diff STEP=NN" >&2; exit 2; }
 	@prev=$$(printf '%02d' $$(expr $(STEP) - 1)); \
 	 diff -ru --exclude='*.o' $$(ls -d step$${prev}_*) $$(ls -d step$(STEP)_*) || true
+
+bench: ## benchmarks, not tests: tokenizer MB/s next to HF tokenizers, step05 tokens/s
+	tools/bench_tokenizer.sh
+	tools/bench.sh
+
+demo: step05 ## the latest step on the built-in tiny model
+	./step05 models/tiny-qwen2.gguf --chat -p "Tell me about the printing press." -n 32
 
 clean: ## remove build outputs and the stepNN binaries
 	rm -rf build $(addprefix step,$(STEPS))
