@@ -10,7 +10,9 @@
 uint32_t byte_to_symbol(uint8_t byte) {
     // Printable Latin-1 bytes keep their value; count the others below `byte` to find the
     // offset of its stand-in after U+0100.
-    auto printable = [](int b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE; };
+    auto printable = [](int b) {
+        return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+    };
     if (printable(byte)) return byte;
     uint32_t shifted = 0;
     for (int b = 0; b < byte; b++)
@@ -86,15 +88,16 @@ void BytePairEncoder::encode(std::string_view piece, std::vector<int32_t>& ids) 
     };
     struct Candidate {
         int32_t rank;
-        int32_t left;        // index of the left symbol (its position in the piece)
-        int32_t left_id;     // the two ids when pushed, to detect a stale entry
+        int32_t left;     // index of the left symbol (its position in the piece)
+        int32_t left_id;  // the two ids when pushed, to detect a stale entry
         int32_t right_id;
         bool operator>(const Candidate& other) const {
             return rank != other.rank ? rank > other.rank : left > other.left;
         }
     };
 
-    if (piece.size() > size_t(INT32_MAX)) fail("a pre-token piece of %zu bytes is too long", piece.size());
+    if (piece.size() > size_t(INT32_MAX))
+        fail("a pre-token piece of %zu bytes is too long", piece.size());
     const int32_t n = int32_t(piece.size());
     std::vector<Symbol> symbols;  // (n) one per byte at first
     symbols.reserve(piece.size());
@@ -107,8 +110,7 @@ void BytePairEncoder::encode(std::string_view piece, std::vector<int32_t>& ids) 
         int32_t right = symbols[left].next;
         if (right < 0) return;
         const Merge* merge = find_merge(symbols[left].id, symbols[right].id);
-        if (merge)
-            candidates.push({merge->rank, left, symbols[left].id, symbols[right].id});
+        if (merge) candidates.push({merge->rank, left, symbols[left].id, symbols[right].id});
     };
     for (int32_t i = 0; i + 1 < n; i++) push_pair(i);
 

@@ -22,10 +22,11 @@
 #include <vector>
 
 struct ChatMessage {
-    std::string role;     // "system", "user" or "assistant"
+    std::string role;  // "system", "user" or "assistant"
     std::string content;
 };
 
-extern const char* const kDefaultSystemPrompt;  // "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+extern const char* const
+    kDefaultSystemPrompt;  // "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 
 std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt);

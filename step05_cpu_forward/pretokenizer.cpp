@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "error.h"
 #include "unicode_ranges.h"
 #include "utf8.h"
 
@@ -23,7 +24,7 @@ enum class CharClass : uint8_t {
 
 struct Char {
     uint32_t code_point;  // U+FFFD for an invalid sequence
-    size_t offset;        // byte offset in the text
+    uint32_t offset;      // byte offset in the text (32 bits: 12 bytes per character)
     CharClass cls;
 };
 
@@ -113,13 +114,15 @@ size_t match_piece(const std::vector<Char>& chars, size_t i) {
 }  // namespace
 
 std::vector<std::string_view> pretokenize(std::string_view text) {
+    if (text.size() > UINT32_MAX)
+        fail("text of %zu bytes is too long to tokenize at once", text.size());
     std::vector<Char> chars;  // (n_chars) the decoded text
     chars.reserve(text.size());
     for (size_t pos = 0; pos < text.size();) {
         Utf8Char c = decode_utf8(text, pos);
         // An ill-formed sequence stands in the text as U+FFFD would: class Other.
         const uint32_t code_point = c.status == Utf8Status::Valid ? c.code_point : 0xFFFD;
-        chars.push_back({code_point, pos, classify(code_point)});
+        chars.push_back({code_point, uint32_t(pos), classify(code_point)});
         pos += c.length;
     }
 

@@ -12,17 +12,20 @@
 #include "utf8.h"
 
 TEST_CASE("byte -> symbol map equals HF's ByteLevel") {
-    std::vector<FixtureRecord> records = read_fixture_records("tests/fixtures/tokenizer/byte_symbols.txt");
+    std::vector<FixtureRecord> records =
+        read_fixture_records("tests/fixtures/tokenizer/byte_symbols.txt");
     int bytes_checked = 0;
     for (const FixtureRecord& record : records) {
         INFO(record.comment);
         if (record.has("alphabet")) {
             // All 256 stand-ins as a set, sorted by code point (UTF-8 sorts the same way).
             std::vector<std::string> ours;
-            for (int byte = 0; byte < 256; byte++) ours.push_back(bytes_to_symbols(std::string(1, char(byte))));
+            for (int byte = 0; byte < 256; byte++)
+                ours.push_back(bytes_to_symbols(std::string(1, char(byte))));
             std::sort(ours.begin(), ours.end());
             std::vector<std::string> theirs;
-            for (const std::string& hex : split_words(record.get("alphabet"))) theirs.push_back(hex_to_bytes(hex));
+            for (const std::string& hex : split_words(record.get("alphabet")))
+                theirs.push_back(hex_to_bytes(hex));
             CHECK(ours == theirs);
             continue;
         }
@@ -40,7 +43,7 @@ TEST_CASE("the well-known stand-ins") {
     CHECK(byte_to_symbol('\n') == 0x10A);  // 'Ċ'
     CHECK(byte_to_symbol('\t') == 0x109);  // 'ĉ'
     CHECK(byte_to_symbol('A') == 'A');
-    CHECK(byte_to_symbol(0xAD) == 0x143);  // the last of the 68 shifted bytes
+    CHECK(byte_to_symbol(0xAD) == 0x143);                        // the last of the 68 shifted bytes
     CHECK(bytes_to_symbols(" the\n") == "\xC4\xA0the\xC4\x8A");  // "Ġthe" + "Ċ"
 }
 
@@ -54,7 +57,7 @@ TEST_CASE("symbols -> bytes inverts the map and rejects what is not a symbol") {
     CHECK(!symbols_to_bytes(" ", bytes));         // a raw space is not a stand-in (0x20 -> 'Ġ')
     CHECK(!symbols_to_bytes("\xC5\x84", bytes));  // U+0144: just past the 68 shifted bytes
     CHECK(!symbols_to_bytes("\xE4\xB8\xAD", bytes));  // '中' stands for no byte
-    CHECK(!symbols_to_bytes("\xFF", bytes));      // not UTF-8 at all
+    CHECK(!symbols_to_bytes("\xFF", bytes));          // not UTF-8 at all
 }
 
 // A table where token id b is the single byte b and merges produce ids from 256 up.

@@ -21,7 +21,8 @@ static std::vector<ChatMessage> messages_of(const FixtureRecord& record) {
         if (key != "message") continue;
         const size_t space = value.find(' ');  // "role hex" (the hex is empty for "")
         const std::string role = value.substr(0, space);
-        messages.push_back({role, space == std::string::npos ? "" : hex_to_bytes(value.substr(space + 1))});
+        messages.push_back(
+            {role, space == std::string::npos ? "" : hex_to_bytes(value.substr(space + 1))});
     }
     return messages;
 }

@@ -73,7 +73,8 @@ TEST_CASE("tensors are read, sized from the type table and placed in the data se
 
 TEST_CASE("general.alignment moves the data section") {
     // the alignment pair ends at 57, the info at 57 + 33 = 90; aligned to 64 that is 128
-    GgufFile file = parse(tensor_file({{"a", {4}, 0, 64}}, 80, 64));
+    ByteBuilder bytes = tensor_file({{"a", {4}, 0, 64}}, 80, 64);  // outlives the data pointers
+    GgufFile file = parse(bytes);
     CHECK(file.alignment == 64);
     CHECK(file.data_offset == 128);
     CHECK(file.tensors[0].data[0] == 64);

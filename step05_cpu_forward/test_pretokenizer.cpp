@@ -28,7 +28,8 @@ static std::vector<std::string> pieces_of(const std::string& text) {
 }
 
 TEST_CASE("pre-tokenizer pieces equal HF's split of every corpus text") {
-    std::vector<FixtureRecord> records = read_fixture_records("tests/fixtures/tokenizer/pieces.txt");
+    std::vector<FixtureRecord> records =
+        read_fixture_records("tests/fixtures/tokenizer/pieces.txt");
     REQUIRE(records.size() >= 300);
     for (const FixtureRecord& record : records) {
         INFO(record.comment);
@@ -69,13 +70,15 @@ TEST_CASE("UTF-8 decoding: well-formed, ill-formed (maximal subpart) and truncat
     Utf8Char stray = decode("\x80");
     CHECK(stray.status == Utf8Status::Invalid);
     CHECK(stray.length == 1);
-    CHECK(decode("\xC0\xAF").length == 1);       // overlong lead C0
-    CHECK(decode("\xE0\x80\x80").length == 1);   // overlong: E0 needs A0..BF next
-    CHECK(decode("\xED\xA0\x80").length == 1);   // a surrogate: ED needs 80..9F next
+    CHECK(decode("\xC0\xAF").length == 1);          // overlong lead C0
+    CHECK(decode("\xE0\x80\x80").length == 1);      // overlong: E0 needs A0..BF next
+    CHECK(decode("\xED\xA0\x80").length == 1);      // a surrogate: ED needs 80..9F next
     CHECK(decode("\xF4\x90\x80\x80").length == 1);  // above U+10FFFF
-    Utf8Char cut = decode("\xE2\x82" "A");
+    Utf8Char cut = decode(
+        "\xE2\x82"
+        "A");
     CHECK(cut.status == Utf8Status::Invalid);
-    CHECK(cut.length == 2);                      // E2 82 is one bad sequence, then "A"
+    CHECK(cut.length == 2);  // E2 82 is one bad sequence, then "A"
 
     Utf8Char truncated = decode("\xF0\x9F\x98");
     CHECK(truncated.status == Utf8Status::Truncated);
@@ -87,10 +90,16 @@ TEST_CASE("UTF-8 decoding: well-formed, ill-formed (maximal subpart) and truncat
 TEST_CASE("invalid UTF-8 splits as if each bad sequence were U+FFFD, bytes kept") {
     // U+FFFD is a symbol (So): it joins punctuation runs and can lead a word.
     CHECK(pieces_of("\xFF") == std::vector<std::string>{"\xFF"});
-    CHECK(pieces_of("a\xFF" "b") == std::vector<std::string>{"a", "\xFF" "b"});
-    CHECK(pieces_of("\xE2\x82" "A") == std::vector<std::string>{"\xE2\x82" "A"});
+    CHECK(pieces_of("a\xFF"
+                    "b") == std::vector<std::string>{"a",
+                                                     "\xFF"
+                                                     "b"});
+    CHECK(pieces_of("\xE2\x82"
+                    "A") == std::vector<std::string>{"\xE2\x82"
+                                                     "A"});
     CHECK(pieces_of(" \xFF\xFE!") == std::vector<std::string>{" \xFF\xFE!"});
-    CHECK(pieces_of("1\xFF" "2") == std::vector<std::string>{"1", "\xFF", "2"});
+    CHECK(pieces_of("1\xFF"
+                    "2") == std::vector<std::string>{"1", "\xFF", "2"});
     CHECK(pieces_of("x \xED\xA0\x80\n") == std::vector<std::string>{"x", " \xED\xA0\x80\n"});
     CHECK(pieces_of("end\xF0\x9F\x98") == std::vector<std::string>{"end", "\xF0\x9F\x98"});
 }

@@ -57,8 +57,8 @@ static std::string random_text(std::mt19937& rng, bool valid_utf8) {
         }
         uint32_t code_point;
         switch (rng() % 4) {
-            case 0: code_point = 0x20 + rng() % 0x5F; break;  // printable ASCII
-            case 1: code_point = rng() % 0x800; break;         // C0 controls, Latin, Greek, ...
+            case 0: code_point = 0x20 + rng() % 0x5F; break;      // printable ASCII
+            case 1: code_point = rng() % 0x800; break;            // C0 controls, Latin, Greek, ...
             case 2: code_point = 0x3000 + rng() % 0x6000; break;  // CJK
             default: code_point = 0x10000 + rng() % 0x100000; break;
         }
@@ -88,7 +88,8 @@ TEST_CASE("decode(encode(s)) == s for random text, valid UTF-8 or not") {
 TEST_CASE("non-NFC text is encoded as given (HF would compose it first)") {
     std::string why_not;
     const Tokenizer* real = real_tokenizer(why_not);
-    for (const FixtureRecord& record : read_fixture_records("tests/fixtures/tokenizer/non_nfc.txt")) {
+    for (const FixtureRecord& record :
+         read_fixture_records("tests/fixtures/tokenizer/non_nfc.txt")) {
         INFO(record.comment);
         const std::string text = hex_to_bytes(record.get("text"));
         const std::vector<int32_t> tiny_ids = tiny_tokenizer().encode(text);
@@ -130,8 +131,8 @@ static Vocabulary byte_vocabulary(const std::vector<std::pair<std::string, int32
 }
 
 TEST_CASE("added tokens: cut out first, longest match wins, never split by BPE") {
-    Tokenizer tokenizer(byte_vocabulary({{"<a>", kTokenControl}, {"<a>b", kTokenUserDefined},
-                                         {"<unused>", kTokenUnused}}));
+    Tokenizer tokenizer(byte_vocabulary(
+        {{"<a>", kTokenControl}, {"<a>b", kTokenUserDefined}, {"<unused>", kTokenUnused}}));
     CHECK(tokenizer.encode("<a>b<a>") == std::vector<int32_t>{257, 256});
     CHECK(tokenizer.encode("x<a>") == std::vector<int32_t>{'x', 256});
     CHECK(tokenizer.encode("<a") == std::vector<int32_t>{'<', 'a'});
@@ -159,10 +160,10 @@ TEST_CASE("token lookups, token bytes and end of generation") {
     CHECK(tokenizer.is_end_of_generation(3000));   // <|endoftext|>
     CHECK(!tokenizer.is_end_of_generation(3001));  // <|im_start|>
     CHECK(!tokenizer.is_end_of_generation(198));
-    CHECK_THROWS_WITH_AS(tokenizer.decode({1, 3005}), "token id 3005 is outside the vocabulary (0..3004)",
-                         Error);
-    CHECK_THROWS_WITH_AS(tokenizer.token_bytes(-1), "token id -1 is outside the vocabulary (0..3004)",
-                         Error);
+    CHECK_THROWS_WITH_AS(tokenizer.decode({1, 3005}),
+                         "token id 3005 is outside the vocabulary (0..3004)", Error);
+    CHECK_THROWS_WITH_AS(tokenizer.token_bytes(-1),
+                         "token id -1 is outside the vocabulary (0..3004)", Error);
 }
 
 TEST_CASE("streaming decode holds back a character split across tokens") {
@@ -182,11 +183,13 @@ TEST_CASE("streaming decode holds back a character split across tokens") {
     CHECK(joined + decoder.flush() == "ok " + emoji + "!");
     // The token that completes the emoji releases all four bytes at once.
     bool released_whole = false;
-    for (const std::string& output : outputs) released_whole |= output.find(emoji) != std::string::npos;
+    for (const std::string& output : outputs)
+        released_whole |= output.find(emoji) != std::string::npos;
     CHECK(released_whole);
 
     // Chinese: three bytes per character, merged in various ways.
-    const std::string chinese = "\xE4\xBD\xA0\xE5\xA5\xBD\xEF\xBC\x8C\xE4\xB8\x96\xE7\x95\x8C";  // 你好，世界
+    const std::string chinese =
+        "\xE4\xBD\xA0\xE5\xA5\xBD\xEF\xBC\x8C\xE4\xB8\x96\xE7\x95\x8C";  // 你好，世界
     StreamDecoder chinese_decoder(tokenizer);
     std::string streamed;
     for (int32_t id : tokenizer.encode(chinese)) streamed += chinese_decoder.push(id);
@@ -245,7 +248,8 @@ static GgufValue u32_value(uint32_t number) {
 
 // Every key of a valid tokenizer except the one named `skip`, which `replacement` replaces
 // when given.
-static GgufMetadata vocabulary_metadata(const std::string& skip = "", const GgufValue* replacement = nullptr) {
+static GgufMetadata vocabulary_metadata(const std::string& skip = "",
+                                        const GgufValue* replacement = nullptr) {
     Vocabulary vocabulary = byte_vocabulary({{"ab", kTokenNormal}});
     std::vector<std::pair<std::string, GgufValue>> keys = {
         {"tokenizer.ggml.model", string_value("gpt2")},
@@ -257,8 +261,10 @@ static GgufMetadata vocabulary_metadata(const std::string& skip = "", const Gguf
     };
     GgufMetadata metadata;
     for (auto& [key, value] : keys) {
-        if (key != skip) metadata.add(key, value);
-        else if (replacement) metadata.add(key, *replacement);
+        if (key != skip)
+            metadata.add(key, value);
+        else if (replacement)
+            metadata.add(key, *replacement);
     }
     return metadata;
 }
@@ -272,20 +278,21 @@ TEST_CASE("read_vocabulary reads the keys and rejects what it cannot tokenize") 
     CHECK(Tokenizer(vocabulary).encode("abab") == std::vector<int32_t>{256, 256});
 
     GgufValue llama = string_value("llama");
-    CHECK_THROWS_WITH_AS(read_vocabulary(vocabulary_metadata("tokenizer.ggml.model", &llama)),
-                         "tokenizer.ggml.model is 'llama': only 'gpt2' (byte-level BPE) is supported",
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        read_vocabulary(vocabulary_metadata("tokenizer.ggml.model", &llama)),
+        "tokenizer.ggml.model is 'llama': only 'gpt2' (byte-level BPE) is supported", Error);
     GgufValue gpt2 = string_value("gpt2");
-    CHECK_THROWS_WITH_AS(read_vocabulary(vocabulary_metadata("tokenizer.ggml.pre", &gpt2)),
-                         "tokenizer.ggml.pre is 'gpt2': only the 'qwen2' pre-tokenizer is implemented",
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        read_vocabulary(vocabulary_metadata("tokenizer.ggml.pre", &gpt2)),
+        "tokenizer.ggml.pre is 'gpt2': only the 'qwen2' pre-tokenizer is implemented", Error);
     CHECK_THROWS_WITH_AS(read_vocabulary(vocabulary_metadata("tokenizer.ggml.tokens")),
                          "metadata key 'tokenizer.ggml.tokens' is missing", Error);
     CHECK_THROWS_WITH_AS(read_vocabulary(vocabulary_metadata("tokenizer.ggml.merges")),
                          "metadata key 'tokenizer.ggml.merges' is missing", Error);
     GgufValue too_big = u32_value(257);
-    CHECK_THROWS_WITH_AS(read_vocabulary(vocabulary_metadata("tokenizer.ggml.eos_token_id", &too_big)),
-                         "tokenizer.ggml.eos_token_id is 257, outside the vocabulary (257 tokens)", Error);
+    CHECK_THROWS_WITH_AS(
+        read_vocabulary(vocabulary_metadata("tokenizer.ggml.eos_token_id", &too_big)),
+        "tokenizer.ggml.eos_token_id is 257, outside the vocabulary (257 tokens)", Error);
     GgufValue wrong_type = string_value("1");
     CHECK_THROWS_WITH_AS(
         read_vocabulary(vocabulary_metadata("tokenizer.ggml.token_type", &wrong_type)),
@@ -296,38 +303,42 @@ TEST_CASE("Tokenizer rejects an inconsistent vocabulary with one clear line") {
     Vocabulary short_types = byte_vocabulary();
     short_types.token_types.pop_back();
     CHECK_THROWS_WITH_AS(Tokenizer{short_types},
-                         "tokenizer.ggml.token_type has 255 entries, tokenizer.ggml.tokens has 256", Error);
+                         "tokenizer.ggml.token_type has 255 entries, tokenizer.ggml.tokens has 256",
+                         Error);
 
     CHECK_THROWS_WITH_AS(Tokenizer{Vocabulary()},
                          "the vocabulary is empty (tokenizer.ggml.tokens has no entries)", Error);
 
     Vocabulary bad_type = byte_vocabulary();
     bad_type.token_types[7] = 9;
-    CHECK_THROWS_WITH_AS(Tokenizer{bad_type}, "tokenizer.ggml.token_type[7] is 9, expected 0..6", Error);
+    CHECK_THROWS_WITH_AS(Tokenizer{bad_type}, "tokenizer.ggml.token_type[7] is 9, expected 0..6",
+                         Error);
 
     Vocabulary no_newline = byte_vocabulary();
     no_newline.tokens[10] = "newline";
-    CHECK_THROWS_WITH_AS(Tokenizer{no_newline}, "the vocabulary has no token for byte 0x0a ('\xC4\x8A')",
-                         Error);
+    CHECK_THROWS_WITH_AS(Tokenizer{no_newline},
+                         "the vocabulary has no token for byte 0x0a ('\xC4\x8A')", Error);
 
     Vocabulary bad_merge = byte_vocabulary({{"ab", kTokenNormal}});
     bad_merge.merges = {"a b", "ab"};
-    CHECK_THROWS_WITH_AS(Tokenizer{bad_merge},
-                         "tokenizer.ggml.merges[1] is 'ab', expected two tokens separated by one space",
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        Tokenizer{bad_merge},
+        "tokenizer.ggml.merges[1] is 'ab', expected two tokens separated by one space", Error);
     bad_merge.merges = {"a  b"};
-    CHECK_THROWS_WITH_AS(Tokenizer{bad_merge},
-                         "tokenizer.ggml.merges[0] is 'a  b', expected two tokens separated by one space",
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        Tokenizer{bad_merge},
+        "tokenizer.ggml.merges[0] is 'a  b', expected two tokens separated by one space", Error);
     bad_merge.merges = {"a xyz"};
     CHECK_THROWS_WITH_AS(Tokenizer{bad_merge},
                          "tokenizer.ggml.merges[0] 'a xyz': 'xyz' is not in the vocabulary", Error);
     bad_merge.merges = {"b a"};
     CHECK_THROWS_WITH_AS(Tokenizer{bad_merge},
-                         "tokenizer.ggml.merges[0] 'b a': the result 'ba' is not in the vocabulary", Error);
+                         "tokenizer.ggml.merges[0] 'b a': the result 'ba' is not in the vocabulary",
+                         Error);
 
     Vocabulary bad_bos = byte_vocabulary();
     bad_bos.bos_id = 256;
     CHECK_THROWS_WITH_AS(Tokenizer{bad_bos},
-                         "tokenizer.ggml.bos_token_id is 256, outside the vocabulary (256 tokens)", Error);
+                         "tokenizer.ggml.bos_token_id is 256, outside the vocabulary (256 tokens)",
+                         Error);
 }

@@ -50,8 +50,10 @@ inline std::vector<FixtureRecord> read_fixture_records(const std::string& path) 
             if (current.comment.empty()) current.comment = line.substr(line.size() > 1 ? 2 : 1);
         } else {
             const size_t space = line.find(' ');
-            if (space == std::string::npos) current.fields.emplace_back(line, "");
-            else current.fields.emplace_back(line.substr(0, space), line.substr(space + 1));
+            if (space == std::string::npos)
+                current.fields.emplace_back(line, "");
+            else
+                current.fields.emplace_back(line.substr(0, space), line.substr(space + 1));
         }
     }
     finish();
@@ -110,7 +112,8 @@ inline const Tokenizer* real_tokenizer(std::string& why_not) {
         const char* dir = std::getenv("QWEN_TOKENIZER_DIR");
         std::string path = dir ? std::string(dir) + "/qwen-bpe-vocab.gguf" : "";
         if (!dir || !*dir)
-            reason = "QWEN_TOKENIZER_DIR is not set (the Makefile sets it to ../shared/qwen-tokenizer)";
+            reason =
+                "QWEN_TOKENIZER_DIR is not set (the Makefile sets it to ../shared/qwen-tokenizer)";
         else if (!std::ifstream(path))
             reason = "no real vocabulary at " + path;
         else

@@ -41,18 +41,23 @@ Tokenizer::Tokenizer(Vocabulary vocabulary) : vocabulary_(std::move(vocabulary))
     const std::vector<std::string>& tokens = vocabulary_.tokens;
     const std::vector<int32_t>& types = vocabulary_.token_types;
     if (tokens.empty()) fail("the vocabulary is empty (tokenizer.ggml.tokens has no entries)");
-    if (tokens.size() > size_t(INT32_MAX)) fail("the vocabulary has %zu tokens, too many", tokens.size());
+    if (tokens.size() > size_t(INT32_MAX))
+        fail("the vocabulary has %zu tokens, too many", tokens.size());
     if (types.size() != tokens.size())
         fail("tokenizer.ggml.token_type has %zu entries, tokenizer.ggml.tokens has %zu",
              types.size(), tokens.size());
-    const struct { const char* key; int32_t id; } specials[] = {
+    const struct {
+        const char* key;
+        int32_t id;
+    } specials[] = {
         {"tokenizer.ggml.bos_token_id", vocabulary_.bos_id},
         {"tokenizer.ggml.eos_token_id", vocabulary_.eos_id},
         {"tokenizer.ggml.padding_token_id", vocabulary_.pad_id},
     };
     for (const auto& special : specials)
         if (special.id < -1 || special.id >= n_vocab())
-            fail("%s is %d, outside the vocabulary (%d tokens)", special.key, special.id, n_vocab());
+            fail("%s is %d, outside the vocabulary (%d tokens)", special.key, special.id,
+                 n_vocab());
 
     token_bytes_.resize(tokens.size());
     for (int32_t id = 0; id < n_vocab(); id++) {
@@ -64,18 +69,21 @@ Tokenizer::Tokenizer(Vocabulary vocabulary) : vocabulary_(std::move(vocabulary))
         // Added tokens are stored as the text they match, not as byte-level symbols. A normal
         // token that is not made of byte symbols also stands for its own text (as HF decodes it).
         const bool added = type == kTokenControl || type == kTokenUserDefined;
-        if (added || !symbols_to_bytes(text, token_bytes_[size_t(id)])) token_bytes_[size_t(id)] = text;
+        if (added || !symbols_to_bytes(text, token_bytes_[size_t(id)]))
+            token_bytes_[size_t(id)] = text;
         if (added && !text.empty()) added_by_first_byte_[uint8_t(text[0])].push_back(id);
     }
-    for (std::vector<int32_t>& candidates : added_by_first_byte_)
-        std::stable_sort(candidates.begin(), candidates.end(), [&](int32_t a, int32_t b) {
-            return tokens[size_t(a)].size() > tokens[size_t(b)].size();
+    for (std::vector<int32_t>& candidates : added_by_first_byte_)  // longest first; then by id
+        std::sort(candidates.begin(), candidates.end(), [&](int32_t a, int32_t b) {
+            const size_t length_a = tokens[size_t(a)].size(), length_b = tokens[size_t(b)].size();
+            return length_a != length_b ? length_a > length_b : a < b;
         });
 
     for (int byte = 0; byte < 256; byte++) {
         const std::string symbol = bytes_to_symbols(std::string(1, char(byte)));
         const int32_t id = find_token(symbol);
-        if (id < 0) fail("the vocabulary has no token for byte 0x%02x ('%s')", byte, symbol.c_str());
+        if (id < 0)
+            fail("the vocabulary has no token for byte 0x%02x ('%s')", byte, symbol.c_str());
         bpe_.set_byte_token(uint8_t(byte), id);
     }
 
@@ -94,8 +102,8 @@ Tokenizer::Tokenizer(Vocabulary vocabulary) : vocabulary_(std::move(vocabulary))
                 fail("tokenizer.ggml.merges[%zu] '%s': '%s' is not in the vocabulary", rank,
                      merge.c_str(), part->c_str());
         if (merged_id < 0)
-            fail("tokenizer.ggml.merges[%zu] '%s': the result '%s' is not in the vocabulary",
-                 rank, merge.c_str(), (left + right).c_str());
+            fail("tokenizer.ggml.merges[%zu] '%s': the result '%s' is not in the vocabulary", rank,
+                 merge.c_str(), (left + right).c_str());
         bpe_.add_merge(left_id, right_id, merged_id, int32_t(rank));
     }
 
@@ -156,7 +164,9 @@ std::string Tokenizer::token_bytes(int32_t id) const {
     return token_bytes_[size_t(id)];
 }
 
-int32_t Tokenizer::n_vocab() const { return int32_t(vocabulary_.tokens.size()); }
+int32_t Tokenizer::n_vocab() const {
+    return int32_t(vocabulary_.tokens.size());
+}
 
 int32_t Tokenizer::find_token(const std::string& token_text) const {
     auto it = id_of_text_.find(token_text);
@@ -168,7 +178,9 @@ bool Tokenizer::is_end_of_generation(int32_t id) const {
            end_of_generation_ids_.end();
 }
 
-const Vocabulary& Tokenizer::vocabulary() const { return vocabulary_; }
+const Vocabulary& Tokenizer::vocabulary() const {
+    return vocabulary_;
+}
 
 StreamDecoder::StreamDecoder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
 
@@ -180,8 +192,10 @@ static std::string take_complete_text(std::string& pending, bool final) {
     while (pos < pending.size()) {
         const Utf8Char c = decode_utf8(pending, pos);
         if (c.status == Utf8Status::Truncated && !final) break;
-        if (c.status == Utf8Status::Valid) text.append(pending, pos, c.length);
-        else text += kReplacementCharacter;
+        if (c.status == Utf8Status::Valid)
+            text.append(pending, pos, c.length);
+        else
+            text += kReplacementCharacter;
         pos += c.length;
     }
     pending.erase(0, pos);
@@ -193,4 +207,6 @@ std::string StreamDecoder::push(int32_t id) {
     return take_complete_text(pending_, false);
 }
 
-std::string StreamDecoder::flush() { return take_complete_text(pending_, true); }
+std::string StreamDecoder::flush() {
+    return take_complete_text(pending_, true);
+}

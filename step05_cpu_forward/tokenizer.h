@@ -37,9 +37,9 @@ enum TokenType : int32_t {
 };
 
 struct Vocabulary {
-    std::vector<std::string> tokens;     // id -> token text as stored in the GGUF (byte-level symbols)
-    std::vector<int32_t> token_types;    // 1 normal, 3 control, 4 user-defined, 5 unused, 6 byte
-    std::vector<std::string> merges;     // "left right"; rank = index
+    std::vector<std::string> tokens;  // id -> token text as stored in the GGUF (byte-level symbols)
+    std::vector<int32_t> token_types;  // 1 normal, 3 control, 4 user-defined, 5 unused, 6 byte
+    std::vector<std::string> merges;   // "left right"; rank = index
     int32_t bos_id = -1, eos_id = -1, pad_id = -1;
 };
 
@@ -57,7 +57,7 @@ public:
     std::string decode(const std::vector<int32_t>& ids) const;   // raw bytes, may be invalid UTF-8
     std::string token_bytes(int32_t id) const;                   // the bytes one token stands for
     int32_t n_vocab() const;
-    int32_t find_token(const std::string& token_text) const;     // -1 when absent
+    int32_t find_token(const std::string& token_text) const;  // -1 when absent
     bool is_end_of_generation(int32_t id) const;  // <|im_end|>, <|endoftext|> (and eos), by text
     const Vocabulary& vocabulary() const;
 
@@ -68,9 +68,9 @@ private:
     int32_t match_added_token(std::string_view text, size_t pos) const;
 
     Vocabulary vocabulary_;
-    std::vector<std::string> token_bytes_;                   // (n_vocab) id -> raw bytes
-    std::unordered_map<std::string, int32_t> id_of_text_;    // token text -> id (first wins)
-    std::vector<int32_t> added_by_first_byte_[256];          // added token ids, longest first
+    std::vector<std::string> token_bytes_;                 // (n_vocab) id -> raw bytes
+    std::unordered_map<std::string, int32_t> id_of_text_;  // token text -> id (first wins)
+    std::vector<int32_t> added_by_first_byte_[256];        // added token ids, longest first
     std::vector<int32_t> end_of_generation_ids_;
     BytePairEncoder bpe_;
 };
@@ -80,8 +80,8 @@ private:
 class StreamDecoder {
 public:
     explicit StreamDecoder(const Tokenizer& tokenizer);
-    std::string push(int32_t id);   // the complete UTF-8 text that became available
-    std::string flush();            // whatever is held back (invalid bytes as U+FFFD)
+    std::string push(int32_t id);  // the complete UTF-8 text that became available
+    std::string flush();           // whatever is held back (invalid bytes as U+FFFD)
 
 private:
     const Tokenizer& tokenizer_;

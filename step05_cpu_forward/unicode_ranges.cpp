@@ -27,8 +27,7 @@ bool in_ranges(const CodePointRange (&ranges)[N], uint32_t code_point) {
 
 bool is_letter(uint32_t code_point) {
     // ASCII is most of most text: answer it without the search.
-    if (code_point < 0x80)
-        return (code_point | 0x20) >= 'a' && (code_point | 0x20) <= 'z';
+    if (code_point < 0x80) return (code_point | 0x20) >= 'a' && (code_point | 0x20) <= 'z';
     return in_ranges(kLetterRanges, code_point);
 }
 
@@ -42,4 +41,6 @@ bool is_whitespace(uint32_t code_point) {
     return in_ranges(kWhitespaceRanges, code_point);
 }
 
-const char* unicode_ranges_version() { return kUnicodeVersion; }
+const char* unicode_ranges_version() {
+    return kUnicodeVersion;
+}
