@@ -3,7 +3,6 @@
 // the fixtures that tools/make_gguf_fixtures.py wrote.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -36,14 +35,10 @@ TEST_CASE("the tiny model's metadata matches gguf-py") {
 }
 
 TEST_CASE("the real Qwen vocabulary's metadata matches gguf-py") {
-    const char* directory = std::getenv("QWEN_TOKENIZER_DIR");
-    if (!directory) {
-        skip_test("QWEN_TOKENIZER_DIR is not set (make exports it)");
-        return;
-    }
-    std::string path = std::string(directory) + "/qwen-bpe-vocab.gguf";
-    if (!std::ifstream(path)) {
-        skip_test(path + " not found");
+    std::string why_not;
+    std::string path = real_vocab_path(why_not);
+    if (path.empty()) {
+        skip_test(why_not);
         return;
     }
     check_metadata_against_fixture(path, "tests/fixtures/gguf/qwen-bpe-vocab.txt");

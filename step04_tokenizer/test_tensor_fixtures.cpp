@@ -4,8 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -48,14 +46,10 @@ TEST_CASE("the tiny model's tensors match gguf-py") {
 }
 
 TEST_CASE("the real Qwen vocabulary has no tensors, as gguf-py sees it") {
-    const char* directory = std::getenv("QWEN_TOKENIZER_DIR");
-    if (!directory) {
-        skip_test("QWEN_TOKENIZER_DIR is not set (make exports it)");
-        return;
-    }
-    std::string path = std::string(directory) + "/qwen-bpe-vocab.gguf";
-    if (!std::ifstream(path)) {
-        skip_test(path + " not found");
+    std::string why_not;
+    std::string path = real_vocab_path(why_not);
+    if (path.empty()) {
+        skip_test(why_not);
         return;
     }
     check_tensors_against_fixture(path, "tests/fixtures/gguf/qwen-bpe-vocab.txt");

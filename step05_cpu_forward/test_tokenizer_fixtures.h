@@ -4,7 +4,6 @@
 
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -13,6 +12,7 @@
 
 #include "error.h"
 #include "gguf_tensors.h"
+#include "test_skip.h"
 #include "tokenizer.h"
 
 // One record: the "# ..." comment above it and its "key value" lines, in file order.
@@ -109,15 +109,8 @@ inline const Tokenizer* real_tokenizer(std::string& why_not) {
     static bool tried = false;
     if (!tried) {
         tried = true;
-        const char* dir = std::getenv("QWEN_TOKENIZER_DIR");
-        std::string path = dir ? std::string(dir) + "/qwen-bpe-vocab.gguf" : "";
-        if (!dir || !*dir)
-            reason =
-                "QWEN_TOKENIZER_DIR is not set (the Makefile sets it to ../shared/qwen-tokenizer)";
-        else if (!std::ifstream(path))
-            reason = "no real vocabulary at " + path;
-        else
-            tokenizer = load_tokenizer(path);
+        std::string path = real_vocab_path(reason);
+        if (!path.empty()) tokenizer = load_tokenizer(path);
     }
     why_not = reason;
     return tokenizer.get();
