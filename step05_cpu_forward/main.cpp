@@ -134,6 +134,10 @@ static Options parse_options(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+    if (argc < 2) {
+        print_usage(stderr);
+        return 2;
+    }
     for (int i = 1; i < argc; i++) {
         if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
             print_usage(stdout);
