@@ -201,6 +201,7 @@ int main(int argc, char** argv) {
             options.dump_logits_path.empty() ? nullptr : &prompt_logits);
         if (!options.print_ids) std::fputs(decoder.flush().c_str(), stdout);
         if (!first_id) std::printf("\n");
+        std::fflush(stdout);  // the text before the timing line, also when stdout is a pipe
         if (!options.dump_logits_path.empty()) write_f32_le(options.dump_logits_path, prompt_logits);
 
         // The first token comes from the prompt's pass; each later one costs a pass over the
