@@ -10,6 +10,7 @@
 #include "gguf_metadata.h"
 #include "gguf_reader.h"
 #include "test_bytes.h"
+#include "test_gguf_values.h"
 
 static GgufMetadata parse_metadata(const ByteBuilder& file) {
     InputFile input = InputFile::from_memory(file.bytes.data(), file.size());
@@ -222,57 +223,33 @@ TEST_CASE("a BOOL must be 0 or 1") {
 // ---------------------------------------------------------------------------------------------
 // Previews
 
-static GgufValue scalar(GgufType type, double number) {
-    GgufValue value;
-    value.type = type;
-    value.uint_value = uint64_t(number);
-    value.int_value = int64_t(number);
-    value.float_value = number;
-    return value;
-}
-
-static GgufValue text(const std::string& string) {
-    GgufValue value;
-    value.type = GgufType::STRING;
-    value.string_value = string;
-    return value;
-}
-
-static GgufValue array_of(GgufType type, std::vector<GgufValue> elements) {
-    GgufValue value;
-    value.type = GgufType::ARRAY;
-    value.array_type = type;
-    value.array = std::move(elements);
-    return value;
-}
-
 static GgufValue counting_array(int count) {
     std::vector<GgufValue> elements;
-    for (int i = 1; i <= count; i++) elements.push_back(scalar(GgufType::INT32, i));
-    return array_of(GgufType::INT32, elements);
+    for (int i = 1; i <= count; i++) elements.push_back(gguf_number(GgufType::INT32, i));
+    return gguf_array(GgufType::INT32, elements);
 }
 
 TEST_CASE("numbers print plainly, floats in their shortest exact form") {
-    CHECK(format_gguf_value(scalar(GgufType::UINT8, 255)) == "255");
-    CHECK(format_gguf_value(scalar(GgufType::INT64, -9)) == "-9");
-    CHECK(format_gguf_value(scalar(GgufType::BOOL, 1)) == "true");
-    CHECK(format_gguf_value(scalar(GgufType::BOOL, 0)) == "false");
-    CHECK(format_gguf_value(scalar(GgufType::FLOAT32, double(1e-6f))) == "1e-06");
-    CHECK(format_gguf_value(scalar(GgufType::FLOAT32, double(0.1f))) == "0.1");
-    CHECK(format_gguf_value(scalar(GgufType::FLOAT32, 1000000.0)) == "1000000.0");
-    CHECK(format_gguf_value(scalar(GgufType::FLOAT64, 0.1)) == "0.1");
-    CHECK(format_gguf_value(scalar(GgufType::FLOAT64, 1.0 / 3.0)) == "0.3333333333333333");
-    CHECK(format_gguf_value(scalar(GgufType::FLOAT32, double(NAN))) == "nan");
+    CHECK(format_gguf_value(gguf_number(GgufType::UINT8, 255)) == "255");
+    CHECK(format_gguf_value(gguf_number(GgufType::INT64, -9)) == "-9");
+    CHECK(format_gguf_value(gguf_number(GgufType::BOOL, 1)) == "true");
+    CHECK(format_gguf_value(gguf_number(GgufType::BOOL, 0)) == "false");
+    CHECK(format_gguf_value(gguf_number(GgufType::FLOAT32, double(1e-6f))) == "1e-06");
+    CHECK(format_gguf_value(gguf_number(GgufType::FLOAT32, double(0.1f))) == "0.1");
+    CHECK(format_gguf_value(gguf_number(GgufType::FLOAT32, 1000000.0)) == "1000000.0");
+    CHECK(format_gguf_value(gguf_number(GgufType::FLOAT64, 0.1)) == "0.1");
+    CHECK(format_gguf_value(gguf_number(GgufType::FLOAT64, 1.0 / 3.0)) == "0.3333333333333333");
+    CHECK(format_gguf_value(gguf_number(GgufType::FLOAT32, double(NAN))) == "nan");
 }
 
 TEST_CASE("strings are quoted, escaped and shortened with their length") {
-    CHECK(format_gguf_value(text("a\"b\\c\nd\te\x01")) == "\"a\\\"b\\\\c\\nd\\te\\x01\"");
-    CHECK(format_gguf_value(text(std::string(60, 'x'))) == "\"" + std::string(60, 'x') + "\"");
-    CHECK(format_gguf_value(text(std::string(100, 'x'))) ==
+    CHECK(format_gguf_value(gguf_string("a\"b\\c\nd\te\x01")) == "\"a\\\"b\\\\c\\nd\\te\\x01\"");
+    CHECK(format_gguf_value(gguf_string(std::string(60, 'x'))) == "\"" + std::string(60, 'x') + "\"");
+    CHECK(format_gguf_value(gguf_string(std::string(100, 'x'))) ==
           "\"" + std::string(60, 'x') + "\"... (100 bytes)");
     // a cut never splits a UTF-8 character: "é" (c3 a9) at bytes 59-60 moves to after the cut
     std::string accented = std::string(59, 'x') + "\xc3\xa9" + std::string(10, 'y');
-    CHECK(format_gguf_value(text(accented)) == "\"" + std::string(59, 'x') + "\"... (71 bytes)");
+    CHECK(format_gguf_value(gguf_string(accented)) == "\"" + std::string(59, 'x') + "\"... (71 bytes)");
 }
 
 TEST_CASE("arrays are previewed with a count of what is not shown") {
@@ -281,7 +258,7 @@ TEST_CASE("arrays are previewed with a count of what is not shown") {
     CHECK(format_gguf_value(counting_array(5), 0) == "[... (5 more)]");
     CHECK(format_gguf_value(counting_array(5), 10) == "[1, 2, 3, 4, 5]");
     CHECK(format_gguf_value(counting_array(0)) == "[]");
-    CHECK(format_gguf_value(array_of(GgufType::STRING, {text("!"), text("\"")})) == "[\"!\", \"\\\"\"]");
-    GgufValue nested = array_of(GgufType::ARRAY, {counting_array(2), counting_array(4)});
+    CHECK(format_gguf_value(gguf_array(GgufType::STRING, {gguf_string("!"), gguf_string("\"")})) == "[\"!\", \"\\\"\"]");
+    GgufValue nested = gguf_array(GgufType::ARRAY, {counting_array(2), counting_array(4)});
     CHECK(format_gguf_value(nested, 2) == "[[1, 2], [1, 2, ... (2 more)]]");
 }

@@ -10,57 +10,35 @@
 #include "error.h"
 #include "gguf_metadata.h"
 #include "model_config.h"
+#include "test_gguf_values.h"
 
 using Pairs = std::vector<std::pair<std::string, GgufValue>>;
 
-static GgufValue u32(uint32_t number) {
-    GgufValue value;
-    value.type = GgufType::UINT32;
-    value.uint_value = number;
-    return value;
-}
-
-static GgufValue f32(float number) {
-    GgufValue value;
-    value.type = GgufType::FLOAT32;
-    value.float_value = number;
-    return value;
-}
-
-static GgufValue text(const std::string& string) {
-    GgufValue value;
-    value.type = GgufType::STRING;
-    value.string_value = string;
-    return value;
-}
-
 static GgufValue strings(size_t count) {
-    GgufValue value;
-    value.type = GgufType::ARRAY;
-    value.array_type = GgufType::STRING;
-    for (size_t i = 0; i < count; i++) value.array.push_back(text("t" + std::to_string(i)));
-    return value;
+    std::vector<std::string> texts;
+    for (size_t i = 0; i < count; i++) texts.push_back("t" + std::to_string(i));
+    return gguf_string_array(texts);
 }
 
 // A small, valid model: 2 layers, width 48, 6 heads of 8 sharing 3 KV heads, 10 tokens.
 static Pairs model_pairs() {
     return {
-        {"general.architecture", text("qwen2")},
-        {"qwen2.block_count", u32(2)},
-        {"qwen2.context_length", u32(128)},
-        {"qwen2.embedding_length", u32(48)},
-        {"qwen2.feed_forward_length", u32(80)},
-        {"qwen2.attention.head_count", u32(6)},
-        {"qwen2.attention.head_count_kv", u32(3)},
-        {"qwen2.rope.freq_base", f32(5000.0f)},
-        {"qwen2.attention.layer_norm_rms_epsilon", f32(1e-5f)},
-        {"tokenizer.ggml.model", text("gpt2")},
-        {"tokenizer.ggml.pre", text("qwen2")},
+        {"general.architecture", gguf_string("qwen2")},
+        {"qwen2.block_count", gguf_u32(2)},
+        {"qwen2.context_length", gguf_u32(128)},
+        {"qwen2.embedding_length", gguf_u32(48)},
+        {"qwen2.feed_forward_length", gguf_u32(80)},
+        {"qwen2.attention.head_count", gguf_u32(6)},
+        {"qwen2.attention.head_count_kv", gguf_u32(3)},
+        {"qwen2.rope.freq_base", gguf_f32(5000.0f)},
+        {"qwen2.attention.layer_norm_rms_epsilon", gguf_f32(1e-5f)},
+        {"tokenizer.ggml.model", gguf_string("gpt2")},
+        {"tokenizer.ggml.pre", gguf_string("qwen2")},
         {"tokenizer.ggml.tokens", strings(10)},
         {"tokenizer.ggml.merges", strings(4)},
-        {"tokenizer.ggml.bos_token_id", u32(9)},
-        {"tokenizer.ggml.eos_token_id", u32(8)},
-        {"tokenizer.chat_template", text("{{ messages }}")},
+        {"tokenizer.ggml.bos_token_id", gguf_u32(9)},
+        {"tokenizer.ggml.eos_token_id", gguf_u32(8)},
+        {"tokenizer.chat_template", gguf_string("{{ messages }}")},
     };
 }
 
@@ -120,10 +98,10 @@ TEST_CASE("the architecture name picks the key prefix") {
         std::string renamed = key.rfind("qwen2.", 0) == 0 ? "llama." + key.substr(6) : key;
         pairs.emplace_back(renamed, value);
     }
-    ModelConfig config = read_model_config(with(pairs, "general.architecture", text("llama")));
+    ModelConfig config = read_model_config(with(pairs, "general.architecture", gguf_string("llama")));
     CHECK(config.architecture == "llama");
     CHECK(config.n_layers == 2);
-    CHECK_THROWS_WITH_AS(read_model_config(with(model_pairs(), "general.architecture", text("llama"))),
+    CHECK_THROWS_WITH_AS(read_model_config(with(model_pairs(), "general.architecture", gguf_string("llama"))),
                          "metadata key 'llama.block_count' is missing", Error);
 }
 
@@ -131,7 +109,7 @@ TEST_CASE("a vocab-only file has no model config") {
     GgufMetadata vocab_only = without(model_pairs(), "qwen2.block_count");
     CHECK_FALSE(has_model_config(vocab_only));
     CHECK_FALSE(has_model_config(without(model_pairs(), "general.architecture")));
-    CHECK_FALSE(has_model_config(with(model_pairs(), "general.architecture", u32(1))));
+    CHECK_FALSE(has_model_config(with(model_pairs(), "general.architecture", gguf_u32(1))));
 }
 
 TEST_CASE("missing and mistyped keys are named") {
@@ -144,12 +122,12 @@ TEST_CASE("missing and mistyped keys are named") {
         CHECK_THROWS_WITH_AS(read_model_config(without(model_pairs(), key)),
                              ("metadata key '" + std::string(key) + "' is missing").c_str(), Error);
     }
-    CHECK_THROWS_WITH_AS(read_model_config(with(model_pairs(), "qwen2.block_count", f32(2))),
+    CHECK_THROWS_WITH_AS(read_model_config(with(model_pairs(), "qwen2.block_count", gguf_f32(2))),
                          "metadata key 'qwen2.block_count' has type FLOAT32, expected UINT32", Error);
     CHECK_THROWS_WITH_AS(
-        read_model_config(with(model_pairs(), "qwen2.rope.freq_base", u32(10000))),
+        read_model_config(with(model_pairs(), "qwen2.rope.freq_base", gguf_u32(10000))),
         "metadata key 'qwen2.rope.freq_base' has type UINT32, expected FLOAT32", Error);
-    CHECK_THROWS_WITH_AS(read_model_config(with(model_pairs(), "tokenizer.ggml.tokens", u32(3))),
+    CHECK_THROWS_WITH_AS(read_model_config(with(model_pairs(), "tokenizer.ggml.tokens", gguf_u32(3))),
                          "metadata key 'tokenizer.ggml.tokens' has type UINT32, expected "
                          "ARRAY[STRING]",
                          Error);
@@ -160,7 +138,7 @@ TEST_CASE("every count must be positive") {
                             "qwen2.feed_forward_length", "qwen2.attention.head_count",
                             "qwen2.attention.head_count_kv"}) {
         CAPTURE(key);
-        CHECK_THROWS_WITH_AS(read_model_config(with(model_pairs(), key, u32(0))),
+        CHECK_THROWS_WITH_AS(read_model_config(with(model_pairs(), key, gguf_u32(0))),
                              ("metadata key '" + std::string(key) + "' must be positive, got 0").c_str(),
                              Error);
     }
@@ -168,46 +146,46 @@ TEST_CASE("every count must be positive") {
 
 TEST_CASE("epsilon and rope base must be positive numbers") {
     CHECK_THROWS_WITH_AS(
-        read_model_config(with(model_pairs(), "qwen2.attention.layer_norm_rms_epsilon", f32(0))),
+        read_model_config(with(model_pairs(), "qwen2.attention.layer_norm_rms_epsilon", gguf_f32(0))),
         "metadata key 'qwen2.attention.layer_norm_rms_epsilon' must be a positive number, got 0",
         Error);
     CHECK_THROWS_WITH_AS(
-        read_model_config(with(model_pairs(), "qwen2.attention.layer_norm_rms_epsilon", f32(NAN))),
+        read_model_config(with(model_pairs(), "qwen2.attention.layer_norm_rms_epsilon", gguf_f32(NAN))),
         "metadata key 'qwen2.attention.layer_norm_rms_epsilon' must be a positive number, got nan",
         Error);
-    CHECK_THROWS_WITH_AS(read_model_config(with(model_pairs(), "qwen2.rope.freq_base", f32(-1))),
+    CHECK_THROWS_WITH_AS(read_model_config(with(model_pairs(), "qwen2.rope.freq_base", gguf_f32(-1))),
                          "metadata key 'qwen2.rope.freq_base' must be a positive number, got -1",
                          Error);
     CHECK_THROWS_WITH_AS(
-        read_model_config(with(model_pairs(), "qwen2.rope.freq_base", f32(INFINITY))),
+        read_model_config(with(model_pairs(), "qwen2.rope.freq_base", gguf_f32(INFINITY))),
         "metadata key 'qwen2.rope.freq_base' must be a positive number, got inf", Error);
 }
 
 TEST_CASE("the head layout must divide evenly") {
     CHECK_THROWS_WITH_AS(
-        read_model_config(with(model_pairs(), "qwen2.attention.head_count", u32(5))),
+        read_model_config(with(model_pairs(), "qwen2.attention.head_count", gguf_u32(5))),
         "qwen2.embedding_length 48 is not divisible by qwen2.attention.head_count 5", Error);
     CHECK_THROWS_WITH_AS(
-        read_model_config(with(model_pairs(), "qwen2.attention.head_count_kv", u32(4))),
+        read_model_config(with(model_pairs(), "qwen2.attention.head_count_kv", gguf_u32(4))),
         "qwen2.attention.head_count 6 is not divisible by qwen2.attention.head_count_kv 4", Error);
     CHECK_THROWS_WITH_AS(
-        read_model_config(with(model_pairs(), "qwen2.attention.head_count_kv", u32(12))),
+        read_model_config(with(model_pairs(), "qwen2.attention.head_count_kv", gguf_u32(12))),
         "qwen2.attention.head_count 6 is not divisible by qwen2.attention.head_count_kv 12", Error);
     CHECK_THROWS_WITH_AS(
-        read_model_config(with(model_pairs(), "qwen2.embedding_length", u32(42))),
+        read_model_config(with(model_pairs(), "qwen2.embedding_length", gguf_u32(42))),
         "head_dim 7 (qwen2.embedding_length / qwen2.attention.head_count) must be even for RoPE",
         Error);
 }
 
 TEST_CASE("an explicit key/value head size must equal d_model / n_heads") {
-    CHECK(read_model_config(with(model_pairs(), "qwen2.attention.key_length", u32(8))).head_dim == 8);
+    CHECK(read_model_config(with(model_pairs(), "qwen2.attention.key_length", gguf_u32(8))).head_dim == 8);
     CHECK_THROWS_WITH_AS(
-        read_model_config(with(model_pairs(), "qwen2.attention.key_length", u32(16))),
+        read_model_config(with(model_pairs(), "qwen2.attention.key_length", gguf_u32(16))),
         "metadata key 'qwen2.attention.key_length' is 16, but this engine needs it to equal "
         "head_dim 8",
         Error);
     CHECK_THROWS_WITH_AS(
-        read_model_config(with(model_pairs(), "qwen2.attention.value_length", u32(4))),
+        read_model_config(with(model_pairs(), "qwen2.attention.value_length", gguf_u32(4))),
         "metadata key 'qwen2.attention.value_length' is 4, but this engine needs it to equal "
         "head_dim 8",
         Error);
@@ -225,7 +203,7 @@ TEST_CASE("the tokenizer summary reads the tokenizer keys") {
     CHECK(summary.has_chat_template);
 
     Pairs pairs = model_pairs();
-    pairs.back() = {"tokenizer.ggml.padding_token_id", u32(0)};  // instead of the chat template
+    pairs.back() = {"tokenizer.ggml.padding_token_id", gguf_u32(0)};  // instead of the chat template
     TokenizerSummary bare = read_tokenizer_summary(to_metadata(pairs));
     CHECK(bare.pad_id == 0);
     CHECK_FALSE(bare.has_chat_template);
@@ -235,17 +213,17 @@ TEST_CASE("the tokenizer summary rejects a missing vocabulary and ids outside it
     CHECK_THROWS_WITH_AS(read_tokenizer_summary(without(model_pairs(), "tokenizer.ggml.tokens")),
                          "metadata key 'tokenizer.ggml.tokens' is missing", Error);
     CHECK_THROWS_WITH_AS(
-        read_tokenizer_summary(with(model_pairs(), "tokenizer.ggml.eos_token_id", u32(10))),
+        read_tokenizer_summary(with(model_pairs(), "tokenizer.ggml.eos_token_id", gguf_u32(10))),
         "metadata key 'tokenizer.ggml.eos_token_id' is 10, outside the vocabulary of 10 tokens",
         Error);
     CHECK_THROWS_WITH_AS(
-        read_tokenizer_summary(with(model_pairs(), "tokenizer.ggml.padding_token_id", u32(99))),
+        read_tokenizer_summary(with(model_pairs(), "tokenizer.ggml.padding_token_id", gguf_u32(99))),
         "metadata key 'tokenizer.ggml.padding_token_id' is 99, outside the vocabulary of 10 tokens",
         Error);
     CHECK_THROWS_WITH_AS(
-        read_tokenizer_summary(with(model_pairs(), "tokenizer.ggml.merges", u32(1))),
+        read_tokenizer_summary(with(model_pairs(), "tokenizer.ggml.merges", gguf_u32(1))),
         "metadata key 'tokenizer.ggml.merges' has type UINT32, expected ARRAY[STRING]", Error);
     CHECK_THROWS_WITH_AS(
-        read_tokenizer_summary(with(model_pairs(), "tokenizer.ggml.model", u32(1))),
+        read_tokenizer_summary(with(model_pairs(), "tokenizer.ggml.model", gguf_u32(1))),
         "metadata key 'tokenizer.ggml.model' has type UINT32, expected STRING", Error);
 }

@@ -11,6 +11,7 @@
 #include "test_tokenizer_fixtures.h"
 #include "tokenizer.h"
 #include "utf8.h"
+#include "test_gguf_values.h"
 
 static std::string ids_to_string(const std::vector<int32_t>& ids) {
     std::string text;
@@ -211,53 +212,18 @@ TEST_CASE("streaming decode replaces invalid bytes with U+FFFD") {
 }
 
 // Metadata holding a small valid vocabulary, for the error checks to break one key at a time.
-static GgufValue string_value(const std::string& text) {
-    GgufValue value;
-    value.type = GgufType::STRING;
-    value.string_value = text;
-    return value;
-}
-
-static GgufValue string_array(const std::vector<std::string>& strings) {
-    GgufValue value;
-    value.type = GgufType::ARRAY;
-    value.array_type = GgufType::STRING;
-    for (const std::string& text : strings) value.array.push_back(string_value(text));
-    return value;
-}
-
-static GgufValue i32_array(const std::vector<int32_t>& numbers) {
-    GgufValue value;
-    value.type = GgufType::ARRAY;
-    value.array_type = GgufType::INT32;
-    for (int32_t number : numbers) {
-        GgufValue element;
-        element.type = GgufType::INT32;
-        element.int_value = number;
-        value.array.push_back(element);
-    }
-    return value;
-}
-
-static GgufValue u32_value(uint32_t number) {
-    GgufValue value;
-    value.type = GgufType::UINT32;
-    value.uint_value = number;
-    return value;
-}
-
 // Every key of a valid tokenizer except the one named `skip`, which `replacement` replaces
 // when given.
 static GgufMetadata vocabulary_metadata(const std::string& skip = "",
                                         const GgufValue* replacement = nullptr) {
     Vocabulary vocabulary = byte_vocabulary({{"ab", kTokenNormal}});
     std::vector<std::pair<std::string, GgufValue>> keys = {
-        {"tokenizer.ggml.model", string_value("gpt2")},
-        {"tokenizer.ggml.pre", string_value("qwen2")},
-        {"tokenizer.ggml.tokens", string_array(vocabulary.tokens)},
-        {"tokenizer.ggml.token_type", i32_array(vocabulary.token_types)},
-        {"tokenizer.ggml.merges", string_array({"a b"})},
-        {"tokenizer.ggml.eos_token_id", u32_value(256)},
+        {"tokenizer.ggml.model", gguf_string("gpt2")},
+        {"tokenizer.ggml.pre", gguf_string("qwen2")},
+        {"tokenizer.ggml.tokens", gguf_string_array(vocabulary.tokens)},
+        {"tokenizer.ggml.token_type", gguf_i32_array(vocabulary.token_types)},
+        {"tokenizer.ggml.merges", gguf_string_array({"a b"})},
+        {"tokenizer.ggml.eos_token_id", gguf_u32(256)},
     };
     GgufMetadata metadata;
     for (auto& [key, value] : keys) {
@@ -277,11 +243,11 @@ TEST_CASE("read_vocabulary reads the keys and rejects what it cannot tokenize") 
     CHECK(vocabulary.bos_id == -1);
     CHECK(Tokenizer(vocabulary).encode("abab") == std::vector<int32_t>{256, 256});
 
-    GgufValue llama = string_value("llama");
+    GgufValue llama = gguf_string("llama");
     CHECK_THROWS_WITH_AS(
         read_vocabulary(vocabulary_metadata("tokenizer.ggml.model", &llama)),
         "tokenizer.ggml.model is 'llama': only 'gpt2' (byte-level BPE) is supported", Error);
-    GgufValue gpt2 = string_value("gpt2");
+    GgufValue gpt2 = gguf_string("gpt2");
     CHECK_THROWS_WITH_AS(
         read_vocabulary(vocabulary_metadata("tokenizer.ggml.pre", &gpt2)),
         "tokenizer.ggml.pre is 'gpt2': only the 'qwen2' pre-tokenizer is implemented", Error);
@@ -289,11 +255,11 @@ TEST_CASE("read_vocabulary reads the keys and rejects what it cannot tokenize") 
                          "metadata key 'tokenizer.ggml.tokens' is missing", Error);
     CHECK_THROWS_WITH_AS(read_vocabulary(vocabulary_metadata("tokenizer.ggml.merges")),
                          "metadata key 'tokenizer.ggml.merges' is missing", Error);
-    GgufValue too_big = u32_value(257);
+    GgufValue too_big = gguf_u32(257);
     CHECK_THROWS_WITH_AS(
         read_vocabulary(vocabulary_metadata("tokenizer.ggml.eos_token_id", &too_big)),
         "tokenizer.ggml.eos_token_id is 257, outside the vocabulary (257 tokens)", Error);
-    GgufValue wrong_type = string_value("1");
+    GgufValue wrong_type = gguf_string("1");
     CHECK_THROWS_WITH_AS(
         read_vocabulary(vocabulary_metadata("tokenizer.ggml.token_type", &wrong_type)),
         "metadata key 'tokenizer.ggml.token_type' has type STRING, expected ARRAY[INT32]", Error);
