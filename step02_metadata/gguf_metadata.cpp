@@ -162,6 +162,10 @@ std::vector<int32_t> GgufMetadata::get_i32_array(const std::string& key) const {
     return numbers;
 }
 
+size_t GgufMetadata::string_array_length(const std::string& key) const {
+    return expect_type(get(key), key, GgufType::ARRAY, GgufType::STRING).array.size();
+}
+
 size_t GgufMetadata::array_length(const std::string& key) const {
     const GgufValue& value = get(key);
     if (value.type != GgufType::ARRAY)

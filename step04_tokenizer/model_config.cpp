@@ -18,15 +18,6 @@ static float read_positive_float(const GgufMetadata& metadata, const std::string
     return value;
 }
 
-// The length of an ARRAY[STRING] value, without copying the strings.
-static uint64_t string_array_length(const GgufMetadata& metadata, const std::string& key) {
-    const GgufValue& value = metadata.get(key);
-    if (value.type != GgufType::ARRAY || value.array_type != GgufType::STRING)
-        fail("metadata key '%s' has type %s, expected ARRAY[STRING]", key.c_str(),
-             gguf_value_type_name(value).c_str());
-    return value.array.size();
-}
-
 bool has_model_config(const GgufMetadata& metadata) {
     if (!metadata.has("general.architecture")) return false;
     const GgufValue& architecture = metadata.get("general.architecture");
@@ -74,7 +65,7 @@ ModelConfig read_model_config(const GgufMetadata& metadata) {
     }
 
     if (metadata.has("tokenizer.ggml.tokens"))
-        config.n_vocab = uint32_t(string_array_length(metadata, "tokenizer.ggml.tokens"));
+        config.n_vocab = uint32_t(metadata.string_array_length("tokenizer.ggml.tokens"));
     return config;
 }
 
@@ -90,11 +81,11 @@ static int64_t read_token_id(const GgufMetadata& metadata, const std::string& ke
 
 TokenizerSummary read_tokenizer_summary(const GgufMetadata& metadata) {
     TokenizerSummary summary;
-    summary.n_tokens = string_array_length(metadata, "tokenizer.ggml.tokens");
+    summary.n_tokens = metadata.string_array_length("tokenizer.ggml.tokens");
     if (metadata.has("tokenizer.ggml.model")) summary.model = metadata.get_string("tokenizer.ggml.model");
     if (metadata.has("tokenizer.ggml.pre")) summary.pre = metadata.get_string("tokenizer.ggml.pre");
     if (metadata.has("tokenizer.ggml.merges"))
-        summary.n_merges = string_array_length(metadata, "tokenizer.ggml.merges");
+        summary.n_merges = metadata.string_array_length("tokenizer.ggml.merges");
     summary.bos_id = read_token_id(metadata, "tokenizer.ggml.bos_token_id", summary.n_tokens);
     summary.eos_id = read_token_id(metadata, "tokenizer.ggml.eos_token_id", summary.n_tokens);
     summary.pad_id = read_token_id(metadata, "tokenizer.ggml.padding_token_id", summary.n_tokens);

@@ -74,6 +74,8 @@ public:
 
     // Number of elements of an array value (fails like the getters if it is not an array).
     size_t array_length(const std::string& key) const;
+    // Number of elements of an ARRAY[STRING] value, without copying the strings.
+    size_t string_array_length(const std::string& key) const;
 
 private:
     std::vector<std::pair<std::string, GgufValue>> entries_;
