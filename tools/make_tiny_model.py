@@ -9,8 +9,8 @@ Run from the repository root:
     python3 tools/make_tiny_model.py --preset 0.5b --types q8_0 -o models/qwen2.5-0.5b-random-q8_0.gguf
     python3 tools/make_tiny_model.py --preset 1.5b --types q4_k_m -o models/qwen2.5-1.5b-random-q4_k_m.gguf
         (--types is f16, q8_0 or q4_k_m; full-scale files are git-ignored, never commit them)
-    --vocab PATH: the real Qwen vocabulary (default /work/shared/qwen-tokenizer/tokenizer.json; the
-        full-scale presets also take a vocab-only .gguf)
+    --vocab PATH: the real Qwen vocabulary (default $QWEN_TOKENIZER_DIR/tokenizer.json; the
+        full-scale presets also take a vocab-only .gguf such as qwen-bpe-vocab.gguf)
 
 Needs numpy, gguf==0.19.0 and tokenizers (tools/requirements.txt). Every run writes the same bytes:
 each tensor draws from its own generator seeded by (--seed, crc32 of the tensor name).
@@ -46,6 +46,7 @@ tiny model it also runs a small numpy forward pass to check that the network is 
 
 import argparse
 import json
+import os
 import sys
 import time
 import zlib
@@ -56,8 +57,12 @@ import gguf
 from gguf import GGMLQuantizationType as T
 from gguf import GGML_QUANT_SIZES
 
-REAL_TOKENIZER_JSON = "/work/shared/qwen-tokenizer/tokenizer.json"
-REAL_VOCAB_GGUF = "/work/shared/qwen-tokenizer/qwen-bpe-vocab.gguf"
+
+def default_vocab() -> str | None:
+    """$QWEN_TOKENIZER_DIR/tokenizer.json, the real Qwen vocabulary, or None when unset."""
+    directory = os.environ.get("QWEN_TOKENIZER_DIR")
+    return str(Path(directory) / "tokenizer.json") if directory else None
+
 
 PRESETS = {
     "tiny": dict(name="tiny-qwen2 (random weights)", n_layer=3, d_model=256, d_ffn=512, n_head=4,
@@ -571,11 +576,17 @@ def main():
     ap.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
     ap.add_argument("--types", choices=["f16", "q8_0", "q4_k_m"], help="full-scale presets only")
     ap.add_argument("-o", "--output", help="output .gguf (default for tiny: models/tiny-qwen2.gguf)")
-    ap.add_argument("--vocab", default=REAL_TOKENIZER_JSON,
+    ap.add_argument("--vocab", default=default_vocab(),
                     help="the real Qwen vocabulary: a tokenizer.json (the tiny vocabulary is cut from it), "
-                         f"or for full-scale presets also a vocab-only .gguf such as {REAL_VOCAB_GGUF}")
+                         "or for full-scale presets also a vocab-only .gguf "
+                         "(default: $QWEN_TOKENIZER_DIR/tokenizer.json)")
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()
+    if not args.vocab:
+        ap.error("no vocabulary: give --vocab PATH or set QWEN_TOKENIZER_DIR "
+                 "(a folder holding the real Qwen tokenizer.json)")
+    if not Path(args.vocab).is_file():
+        ap.error(f"no vocabulary file at {args.vocab}")
     cfg = PRESETS[args.preset]
     start = time.time()
 

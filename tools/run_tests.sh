@@ -2,12 +2,49 @@
 # Runs each test binary given, then prints the totals as one plain line: "N passed, N failed"
 # (", N skipped" follows when checks were skipped). Exits non-zero if any check failed or a
 # binary did not finish.
+#
+#   tools/run_tests.sh BINARY...                    every check of every binary
+#   tools/run_tests.sh --once [--no-nvcc "06 07"] BINARY...
+#       what `make test` runs: in a step's binary, the check files that the step carries
+#       unchanged together with everything they test (tools/unchanged_checks.py) are left out,
+#       since they already ran in the step before; --no-nvcc names the CUDA steps that could
+#       not be built here, each counted as one skipped check with the reason.
 set -u
+cd "$(dirname "$0")/.."
+once=0 no_nvcc=""
+while [ $# -gt 0 ]; do
+    case $1 in
+        --once) once=1; shift ;;
+        --no-nvcc) no_nvcc=$2; shift 2 ;;
+        *) break ;;
+    esac
+done
 passed=0 failed=0 skipped=0 broken=0
+# The forward-pass checks use OpenMP: idle threads sleep rather than spin, so a machine busy
+# compiling does not slow them down (see common/passive_wait.h).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+
+# "-sfe=*/test_a.cpp,*/test_b.cpp" for a step binary's carried-unchanged check files, or "".
+exclusions_for() {
+    local binary=$1 number step previous unchanged
+    number=$(basename "$binary" | sed -nE 's/^test_step([0-9][0-9])$/\1/p')
+    [ -n "$number" ] || return 0
+    step=$(ls -d "step${number}"_*)
+    previous=$(ls -d step[0-9][0-9]_* | grep -B1 "^$step\$" | head -n 1)
+    [ "$previous" != "$step" ] || return 0
+    unchanged=$(python3 tools/unchanged_checks.py "$(dirname "$binary")/$step" "$step" "$previous")
+    [ -n "$unchanged" ] || return 0
+    echo "not run again here, carried unchanged from $previous with all they test" \
+        "(make test-step$number runs them): ${unchanged//,/, }" >&2
+    echo "-sfe=*/${unchanged//,/,*/}"
+}
+
 for binary in "$@"; do
     echo "=== $binary"
+    filter=""
+    [ "$once" = 1 ] && filter=$(exclusions_for "$binary")
     log=$(mktemp)
-    "$binary" 2>&1 | tee "$log"
+    "$binary" $filter 2>&1 | tee "$log"
     status=${PIPESTATUS[0]}
     summary=$(grep -E '^[A-Za-z0-9_]+: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$log" | tail -n 1)
     rm -f "$log"
@@ -19,6 +56,10 @@ for binary in "$@"; do
     read -r p f s <<<"$(echo "$summary" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped/\1 \2 \3/')"
     passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
     if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then broken=$((broken + 1)); fi
+done
+for number in $no_nvcc; do
+    echo "SKIPPED step$number: nvcc was not found, so its CUDA code cannot be built here"
+    skipped=$((skipped + 1))
 done
 failed=$((failed + broken))
 echo

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# What step NN adds to the step before it: `make diff STEP=NN`.
+#
+# Prints the step's own account of itself (the files it adds, and the carried files it changes
+# on purpose with the reason, from its carried_changes.txt), then the unified diff of the two
+# directories. New files are shown whole (diff -N), so the reader sees every added line.
+set -eu
+cd "$(dirname "$0")/.."
+step=${1:-}
+steps=$(echo $(ls -d step[0-9][0-9]_* | cut -c5-6))
+if [ -z "$step" ]; then
+    echo "usage: make diff STEP=NN (NN one of: $steps)" >&2
+    exit 2
+fi
+current=$(ls -d "step${step}"_* 2>/dev/null || true)
+if ! [[ "$step" =~ ^[0-9][0-9]$ ]] || [ -z "$current" ]; then
+    echo "error: there is no step '$step' (the steps are: $steps)" >&2
+    exit 2
+fi
+previous=$(ls -d step[0-9][0-9]_* | grep -B1 "^$current\$" | head -n 1)
+if [ "$previous" = "$current" ]; then
+    echo "error: step $step is the first: there is nothing before it to diff against" >&2
+    exit 2
+fi
+
+echo "# $current adds to $previous"
+echo "#"
+added=$(cd "$current" && for f in *; do [ -e "../$previous/$f" ] || echo "$f"; done)
+echo "# new files: $(echo $added)"
+echo "# carried files changed on purpose (from $current/carried_changes.txt):"
+grep -v '^#' "$current/carried_changes.txt" | grep . | sed 's/^/#   /'
+echo
+diff -ruN --exclude=carried_changes.txt "$previous" "$current" || [ $? -eq 1 ]
