@@ -24,12 +24,3 @@ inline long long parse_int(const char* text, const char* flag) {
         fail("flag %s expects an integer, got '%s'", flag, text);
     return value;
 }
-
-inline double parse_float(const char* text, const char* flag) {
-    errno = 0;
-    char* end = nullptr;
-    double value = std::strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0')
-        fail("flag %s expects a number, got '%s'", flag, text);
-    return value;
-}

@@ -54,13 +54,6 @@ void GgufReader::read_bytes(void* destination, uint64_t count, const char* what)
     offset_ += count;
 }
 
-void GgufReader::skip(uint64_t count, const char* what) {
-    require(count, what);
-    if (std::fseek(file_.handle(), long(offset_ + count), SEEK_SET) != 0)
-        fail("cannot seek past %s at offset %llu", what, (unsigned long long)offset_);
-    offset_ += count;
-}
-
 uint64_t GgufReader::read_le(int byte_count, const char* what) {
     uint8_t bytes[8];
     read_bytes(bytes, uint64_t(byte_count), what);

@@ -45,7 +45,6 @@ public:
     uint32_t read_u32(const char* what) { return uint32_t(read_le(4, what)); }
     uint64_t read_u64(const char* what) { return read_le(8, what); }
     void read_bytes(void* destination, uint64_t count, const char* what);
-    void skip(uint64_t count, const char* what);
 
     // Fails unless `count` more bytes exist after the cursor.
     void require(uint64_t count, const char* what) const;
