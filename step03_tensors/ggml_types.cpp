@@ -38,7 +38,7 @@ const TypeEntry kTypes[] = {
     {17, {"IQ2_XS", 256, 74, false}},
     {18, {"IQ3_XXS", 256, 98, false}},
     {19, {"IQ1_S", 256, 50, false}},
-    {20, {"IQ4_NL", 32, 18, false}},
+    {20, {"IQ4_NL", 32, 18, true}},   // f16 d, 16 bytes of 4-bit indices into a fixed table
     {21, {"IQ3_S", 256, 110, false}},
     {22, {"IQ2_S", 256, 82, false}},
     {23, {"IQ4_XS", 256, 136, false}},

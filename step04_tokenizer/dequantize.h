@@ -20,6 +20,7 @@ void dequantize_q3_k(const void* src, float* dst, int64_t n);
 void dequantize_q4_k(const void* src, float* dst, int64_t n);
 void dequantize_q5_k(const void* src, float* dst, int64_t n);
 void dequantize_q6_k(const void* src, float* dst, int64_t n);
+void dequantize_iq4_nl(const void* src, float* dst, int64_t n);
 
 // Dispatches on the type id. Fails with "dequantization of IQ2_XXS is not supported" for a
 // known type without a routine, and like ggml_type_info() for an unknown id.

@@ -57,7 +57,7 @@ TEST_CASE("the enum names the ids of the table") {
     CHECK(ggml_type_info(42).block_bytes == 18);
 }
 
-TEST_CASE("exactly the thirteen storage types this step implements can be dequantized") {
+TEST_CASE("exactly the fourteen storage types this step implements can be dequantized") {
     std::string supported;
     for (uint32_t id = 0; id < 64; id++) {
         try {
@@ -67,8 +67,8 @@ TEST_CASE("exactly the thirteen storage types this step implements can be dequan
             // not a type id
         }
     }
-    // In id order: F32 0, F16 1, Q4_0 2 ... Q6_K 14, BF16 30.
-    CHECK(supported == "F32 F16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K BF16 ");
+    // In id order: F32 0, F16 1, Q4_0 2 ... Q6_K 14, IQ4_NL 20, BF16 30.
+    CHECK(supported == "F32 F16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL BF16 ");
 }
 
 TEST_CASE("row bytes are whole blocks") {

@@ -314,6 +314,14 @@ TEST_CASE("a model the forward pass cannot run is refused with one clear line") 
         Error);
 }
 
+// The official 0.5B q2_k and q3_k_m files store their 896-wide rows as IQ4_NL. The data is not
+// read here (it is still the tiny model's own type): only the loader's type check is tested.
+TEST_CASE("a model with IQ4_NL matrices loads") {
+    GgufFile iq4_nl = copy_of_tiny_model();
+    tensor_named(iq4_nl, "blk.0.ffn_up.weight").type = uint32_t(GgmlType::IQ4_NL);
+    CHECK_NOTHROW(load_weights(iq4_nl, tiny_model().config));
+}
+
 // What main() does with -p TEXT and --chat must give the fixtures' ids: the chat case's text
 // is render_chatml's output, and step04's tokenizer turns every prompt into transformers' ids.
 TEST_CASE("the fixtures' prompts are what step05's command line feeds the model") {

@@ -42,7 +42,11 @@ F16_SCALE_OFFSETS = {
     "Q4_K": [0, 2],
     "Q5_K": [0, 2],
     "Q6_K": [208],
+    "IQ4_NL": [0],
 }
+# Types whose fixtures came later. Each draws from a generator of its own, seeded with its type
+# id, so that adding one leaves the random bytes, and so every file, of the others unchanged.
+LATER_TYPES = ["IQ4_NL"]
 PLAIN_TYPES = ["F32", "F16", "BF16"]  # every bit pattern is a value, NaN and inf included
 
 BLOCK_COUNTS = [1, 3, 7]  # awkward counts: one block, and not a power of two
@@ -105,7 +109,12 @@ def write_dequant_cases(rng):
     for name in PLAIN_TYPES + list(F16_SCALE_OFFSETS):
         qtype = GGMLQuantizationType[name]
         block_size, _ = GGML_QUANT_SIZES[qtype]
-        cases = plain_cases(rng, name) if name in PLAIN_TYPES else quant_cases(rng, name)
+        if name in PLAIN_TYPES:
+            cases = plain_cases(rng, name)
+        elif name in LATER_TYPES:
+            cases = quant_cases(np.random.default_rng([SEED, int(qtype)]), name)
+        else:
+            cases = quant_cases(rng, name)
         for count, raw in cases:
             expected = np.asarray(dequantize(raw, qtype), dtype=np.float32).reshape(-1)
             assert expected.size == count * block_size, name

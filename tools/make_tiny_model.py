@@ -24,7 +24,8 @@ them for Qwen2.5):
     then the added tokens <|endoftext|> 3000, <|im_start|> 3001, <|im_end|> 3002 (CONTROL),
     <tool_call> 3003, </tool_call> 3004 (USER_DEFINED). Vocab size 3005.
 
-The tiny model's matrix types are mixed on purpose so that its forward pass runs every dequantizer:
+The tiny model's matrix types are mixed on purpose so that its forward pass runs every dequantizer
+but IQ4_NL's (added later, and checked by step03's dequantization fixtures only):
 
     tensor            block 0   block 1   block 2
     attn_q.weight     F32       Q5_1      BF16
