@@ -113,9 +113,10 @@ setup-torch: ## also torch and transformers into .venv (the logit oracle; about 
 diff: ## what step STEP=NN adds to the step before it, e.g. make diff STEP=03
 	@tools/diff_step.sh "$(STEP)"
 
-bench: ## benchmarks, not tests: tokenizer MB/s next to HF tokenizers, step05 tokens/s
+bench: ## benchmarks, not tests: tokenizer MB/s next to HF tokenizers, step05 tokens/s, step06 kernels
 	tools/bench_tokenizer.sh
 	tools/bench.sh
+	tools/bench_kernels.sh $(wildcard models/qwen2.5-1.5b-random-*.gguf)
 
 demo: step05 ## the latest step on the built-in tiny model
 	./step05 models/tiny-qwen2.gguf --chat -p "Tell me about the printing press." -n 32
