@@ -30,9 +30,9 @@ GenerationStats generate_greedy(const ModelConfig& config, const Weights& weight
             stats.n_passes++;
         }
         int32_t next = argmax(state.logits.data(), weights.n_vocab);
+        if (!on_token(next)) break;
         tokens.push_back(next);
         stats.n_generated++;
-        if (!on_token(next)) break;
     }
     stats.generate_ms = timer.elapsed_ms();
     return stats;

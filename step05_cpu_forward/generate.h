@@ -10,14 +10,15 @@
 
 #include "forward_cpu.h"
 
-// Receives each generated id as soon as it is chosen; returning false stops generation
-// (e.g. at <|im_end|>).
+// Receives each generated id as soon as it is chosen; returning false stops generation there
+// (e.g. at <|im_end|>), and that id is neither counted nor added to the sequence.
 using TokenCallback = std::function<bool(int32_t id)>;
 
 struct GenerationStats {
     int n_prompt = 0;          // tokens in the prompt
-    int n_generated = 0;       // tokens chosen after it
-    int n_passes = 0;          // forward passes after the prompt's (the first token needs none)
+    int n_generated = 0;       // tokens chosen after it and accepted (a stop token is not)
+    int n_passes = 0;          // forward passes after the prompt's (the first token needs none),
+                               // also the one that chose a stop token
     double prompt_ms = 0.0;    // the forward pass over the prompt
     double generate_ms = 0.0;  // the n_passes forward passes after it
 };

@@ -22,6 +22,7 @@
 #include "gguf_tensors.h"
 #include "half.h"
 #include "model_config.h"
+#include "passive_wait.h"
 #include "timer.h"
 #include "tokenizer.h"
 #include "weights.h"
@@ -134,6 +135,7 @@ static Options parse_options(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+    restart_with_passive_openmp_wait(argv);
     if (argc < 2) {
         print_usage(stderr);
         return 2;
@@ -212,7 +214,8 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, " | generated: %d tokens, %.1f ms/token (%.2f tokens/s)",
                          stats.n_generated, stats.generate_ms / stats.n_passes,
                          1000.0 * stats.n_passes / stats.generate_ms);
-        std::fprintf(stderr, " | %d threads\n", omp_get_max_threads());
+        const int threads = omp_get_max_threads();
+        std::fprintf(stderr, " | %d thread%s\n", threads, threads == 1 ? "" : "s");
     } catch (const Error& error) {
         std::fprintf(stderr, "error: %s\n", error.what());
         return 1;

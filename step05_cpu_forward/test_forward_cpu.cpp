@@ -218,7 +218,9 @@ TEST_CASE("generation stops at the context limit and when the callback says so")
     calls = 0;
     stats = generate_greedy(model.config, model.weights, prompt, 10, 64, state,
                             [&](int32_t) { return ++calls < 3; });
-    CHECK(stats.n_generated == 3);
+    CHECK(calls == 3);
+    CHECK(stats.n_generated == 2);  // the third token was refused, like a stop token
+    CHECK(stats.n_passes == 2);     // but the pass that chose it was run
 
     std::vector<float> prompt_logits;
     stats = generate_greedy(model.config, model.weights, prompt, 0, 64, state,
