@@ -83,8 +83,8 @@ const DeviceMatrix& lm_head(const DeviceWeights& weights) {
 // Everything of a layer, embedding and LM head aside.
 static uint64_t layer_bytes(const DeviceLayerWeights& w) {
     uint64_t bytes = 0;
-    for (const DeviceMatrix* m : {&w.attn_q, &w.attn_k, &w.attn_v, &w.attn_output, &w.ffn_gate,
-                                  &w.ffn_up, &w.ffn_down})
+    for (const DeviceMatrix* m :
+         {&w.attn_q, &w.attn_k, &w.attn_v, &w.attn_output, &w.ffn_gate, &w.ffn_up, &w.ffn_down})
         bytes += m->data.allocated_bytes();
     for (const DeviceBuffer<float>* v :
          {&w.attn_norm, &w.attn_q_bias, &w.attn_k_bias, &w.attn_v_bias, &w.ffn_norm})
@@ -94,15 +94,14 @@ static uint64_t layer_bytes(const DeviceLayerWeights& w) {
 
 uint64_t device_bytes(const DeviceWeights& weights) {
     uint64_t bytes = weights.token_embd.data.allocated_bytes() +
-                     weights.output.data.allocated_bytes() +
-                     weights.output_norm.allocated_bytes();
+                     weights.output.data.allocated_bytes() + weights.output_norm.allocated_bytes();
     for (const DeviceLayerWeights& layer : weights.layers) bytes += layer_bytes(layer);
     return bytes;
 }
 
 uint64_t bytes_read_per_pass(const DeviceWeights& weights) {
-    uint64_t bytes = lm_head(weights).data.allocated_bytes() +
-                     weights.output_norm.allocated_bytes();
+    uint64_t bytes =
+        lm_head(weights).data.allocated_bytes() + weights.output_norm.allocated_bytes();
     for (const DeviceLayerWeights& layer : weights.layers) bytes += layer_bytes(layer);
     return bytes;
 }

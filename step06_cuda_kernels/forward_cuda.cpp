@@ -8,8 +8,8 @@
 namespace gpu {
 
 // Grows every buffer to hold n_tokens positions.
-static void resize_state(DeviceRunState& s, const ModelConfig& config, int n_tokens,
-                         int n_vocab, int n_logit_rows) {
+static void resize_state(DeviceRunState& s, const ModelConfig& config, int n_tokens, int n_vocab,
+                         int n_logit_rows) {
     const size_t n = size_t(n_tokens);
     s.n_tokens = n_tokens;
     s.ids.resize(n);
@@ -54,8 +54,8 @@ void forward(const ModelConfig& config, const DeviceWeights& weights,
     resize_state(s, config, n, weights.n_vocab, n_logit_rows);
     copy_to_device(s.ids.data(), ids.data(), ids.size() * sizeof(int32_t));
 
-    embedding(s.x.data(), weights.token_embd.data.data(), weights.token_embd.type, s.ids.data(),
-              n, d);
+    embedding(s.x.data(), weights.token_embd.data.data(), weights.token_embd.type, s.ids.data(), n,
+              d);
 
     for (const DeviceLayerWeights& layer : weights.layers) {
         // Attention sublayer.

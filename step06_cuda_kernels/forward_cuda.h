@@ -16,17 +16,17 @@
 // so far (DeviceBuffer only grows).
 struct DeviceRunState {
     int n_tokens = 0;
-    DeviceBuffer<int32_t> ids;    // (n_tokens) the input token ids
-    DeviceBuffer<float> x;        // (n_tokens, d_model) the residual stream
-    DeviceBuffer<float> h;        // (n_tokens, d_model) normalized input of a sublayer
-    DeviceBuffer<float> q;        // (n_tokens, n_heads * head_dim)
-    DeviceBuffer<float> k;        // (n_tokens, n_kv_heads * head_dim)
-    DeviceBuffer<float> v;        // (n_tokens, n_kv_heads * head_dim)
-    DeviceBuffer<float> attn;     // (n_tokens, n_heads * head_dim) attention before Wo
-    DeviceBuffer<float> delta;    // (n_tokens, d_model) a sublayer's output, added to x
-    DeviceBuffer<float> gate;     // (n_tokens, d_ff) becomes silu(gate) * up
-    DeviceBuffer<float> up;       // (n_tokens, d_ff)
-    DeviceBuffer<float> logits;   // (n_logit_rows, n_vocab), see LogitRows
+    DeviceBuffer<int32_t> ids;   // (n_tokens) the input token ids
+    DeviceBuffer<float> x;       // (n_tokens, d_model) the residual stream
+    DeviceBuffer<float> h;       // (n_tokens, d_model) normalized input of a sublayer
+    DeviceBuffer<float> q;       // (n_tokens, n_heads * head_dim)
+    DeviceBuffer<float> k;       // (n_tokens, n_kv_heads * head_dim)
+    DeviceBuffer<float> v;       // (n_tokens, n_kv_heads * head_dim)
+    DeviceBuffer<float> attn;    // (n_tokens, n_heads * head_dim) attention before Wo
+    DeviceBuffer<float> delta;   // (n_tokens, d_model) a sublayer's output, added to x
+    DeviceBuffer<float> gate;    // (n_tokens, d_ff) becomes silu(gate) * up
+    DeviceBuffer<float> up;      // (n_tokens, d_ff)
+    DeviceBuffer<float> logits;  // (n_logit_rows, n_vocab), see LogitRows
 };
 
 namespace gpu {

@@ -19,14 +19,12 @@ GenerationStats generate_greedy(const ModelConfig& config, const Weights& weight
     NextTokenFn on_cpu = [&](const std::vector<int32_t>& ids, std::vector<float>* logits) {
         return next_token(config, weights, ids, state, logits);
     };
-    return generate_greedy(on_cpu, prompt, max_new_tokens, context_limit, on_token,
-                           prompt_logits);
+    return generate_greedy(on_cpu, prompt, max_new_tokens, context_limit, on_token, prompt_logits);
 }
 
 GenerationStats generate_greedy(const NextTokenFn& model_step, const std::vector<int32_t>& prompt,
                                 int max_new_tokens, int context_limit,
-                                const TokenCallback& on_token,
-                                std::vector<float>* prompt_logits) {
+                                const TokenCallback& on_token, std::vector<float>* prompt_logits) {
     if (prompt.empty()) fail("the prompt is empty: there is nothing to continue");
     if (prompt.size() > size_t(context_limit))
         fail("the prompt has %zu tokens, more than the context limit of %d", prompt.size(),

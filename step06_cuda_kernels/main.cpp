@@ -36,10 +36,10 @@ static void print_usage(std::FILE* out) {
     std::fprintf(out,
                  "usage: step06 MODEL.gguf (-p TEXT | -f FILE) [options]\n"
                  "\n"
-                 "Runs the Qwen2 forward pass on the GPU (naive CUDA kernels) or the CPU and prints\n"
-                 "the greedy continuation as it is generated, then a timing line on stderr; on the\n"
-                 "GPU it also gives the bandwidth achieved. There is no KV cache yet: every new\n"
-                 "token re-runs the whole sequence.\n"
+                 "Runs the Qwen2 forward pass on the GPU (naive CUDA kernels) or the CPU and\n"
+                 "prints the greedy continuation as it is generated, then a timing line on\n"
+                 "stderr, with the bandwidth achieved on the GPU. There is no KV cache yet:\n"
+                 "every new token re-runs the whole sequence.\n"
                  "\n"
                  "  -m MODEL.gguf        the model (or give it as the first argument)\n"
                  "  -p TEXT              the prompt\n"
@@ -50,10 +50,11 @@ static void print_usage(std::FILE* out) {
                  "  --ids                print the generated token ids instead of text\n"
                  "  --dump-logits PATH   write the logits of the last prompt position to PATH\n"
                  "                       (n_vocab little-endian float32 values)\n"
-                 "  --device cuda|cpu    where the model runs (default: cuda when a GPU is present,\n"
-                 "                       else cpu with a notice)\n"
-                 "  --check              run every step on the GPU and on the CPU, print the largest\n"
-                 "                       difference of their logits and both next tokens (needs a GPU)\n"
+                 "  --device cuda|cpu    where the model runs (default: cuda when there is a\n"
+                 "                       GPU, else cpu with a notice)\n"
+                 "  --check              run every step on the GPU and on the CPU, print the\n"
+                 "                       largest difference of their logits and both next\n"
+                 "                       tokens (needs a GPU)\n"
                  "  -t N                 CPU threads (default: every core)\n"
                  "  -c N                 context limit in tokens (default and maximum: the model's)\n"
                  "  -h, --help           show this help\n"
@@ -189,11 +190,25 @@ struct SideBySide {
         if (!(difference <= largest_difference)) largest_difference = difference;
         n_steps++;
         if (gpu_token != cpu_token) n_disagreements++;
-        std::fprintf(stderr, "check: %zu tokens: largest |gpu - cpu| logit difference %.3g, "
-                     "next token gpu %d, cpu %d%s\n", ids.size(), difference, gpu_token,
-                     cpu_token, gpu_token == cpu_token ? "" : " (differ)");
+        std::fprintf(stderr,
+                     "check: %zu tokens: largest |gpu - cpu| logit difference %.3g, "
+                     "next token gpu %d, cpu %d%s\n",
+                     ids.size(), difference, gpu_token, cpu_token,
+                     gpu_token == cpu_token ? "" : " (differ)");
         if (logits) *logits = std::move(gpu_logits);
         return gpu_token;
+    }
+
+    void print_summary() const {
+        std::fprintf(stderr,
+                     "check: %d steps (their times include the CPU's), largest logit "
+                     "difference %.3g; ",
+                     n_steps, largest_difference);
+        if (n_disagreements == 0)
+            std::fprintf(stderr, "the next tokens agree at every step\n");
+        else
+            std::fprintf(stderr, "the next tokens differ at %d of %d steps\n", n_disagreements,
+                         n_steps);
     }
 };
 
@@ -287,8 +302,8 @@ int main(int argc, char** argv) {
         NextTokenFn on_both = [&](const std::vector<int32_t>& ids, std::vector<float>* logits) {
             return side_by_side.step(ids, logits);
         };
-        const NextTokenFn& model_step =
-            options.check ? on_both : device == Device::Cuda ? on_gpu : on_cpu;
+        NextTokenFn model_step = device == Device::Cuda ? on_gpu : on_cpu;
+        if (options.check) model_step = on_both;
 
         StreamDecoder decoder(tokenizer);
         std::vector<float> prompt_logits;  // (n_vocab) for --dump-logits
@@ -323,15 +338,7 @@ int main(int argc, char** argv) {
             const int threads = omp_get_max_threads();
             std::fprintf(stderr, " | %d thread%s\n", threads, threads == 1 ? "" : "s");
         }
-        if (options.check)
-            std::fprintf(stderr,
-                         "check: %d steps (their times include the CPU's), largest logit "
-                         "difference %.3g; the next tokens %s\n",
-                         side_by_side.n_steps, side_by_side.largest_difference,
-                         side_by_side.n_disagreements == 0
-                             ? "agree at every step"
-                             : strprintf("differ at %d steps", side_by_side.n_disagreements)
-                                   .c_str());
+        if (options.check) side_by_side.print_summary();
     } catch (const Error& error) {
         std::fprintf(stderr, "error: %s\n", error.what());
         return 1;

@@ -36,8 +36,8 @@ static const char* type_name(uint32_t type) { return ggml_type_info(type).name; 
 // ---- embedding: one thread per output element out[t][i] ----
 
 template <typename Weight>
-__global__ void embedding_kernel(float* out, const Weight* table, const int32_t* ids,
-                                 int n_tokens, int dim) {
+__global__ void embedding_kernel(float* out, const Weight* table, const int32_t* ids, int n_tokens,
+                                 int dim) {
     int64_t index = thread_index();
     if (index >= int64_t(n_tokens) * dim) return;
     int64_t t = index / dim;
@@ -45,26 +45,26 @@ __global__ void embedding_kernel(float* out, const Weight* table, const int32_t*
     out[index] = to_float(table[int64_t(ids[t]) * dim + i]);
 }
 
-void embedding(float* out, const void* table, uint32_t table_type, const int32_t* ids,
-               int n_tokens, int dim) {
+void embedding(float* out, const void* table, uint32_t table_type, const int32_t* ids, int n_tokens,
+               int dim) {
     int64_t n_threads = int64_t(n_tokens) * dim;
     if (n_threads == 0) return;
     unsigned blocks = blocks_for(n_threads);
     switch (GgmlType(table_type)) {
-    case GgmlType::F32:
-        embedding_kernel<<<blocks, kBlockSize>>>(out, static_cast<const float*>(table), ids,
-                                                 n_tokens, dim);
-        break;
-    case GgmlType::F16:
-        embedding_kernel<<<blocks, kBlockSize>>>(out, static_cast<const __half*>(table), ids,
-                                                 n_tokens, dim);
-        break;
-    case GgmlType::BF16:
-        embedding_kernel<<<blocks, kBlockSize>>>(
-            out, static_cast<const __nv_bfloat16*>(table), ids, n_tokens, dim);
-        break;
-    default:
-        fail("gpu::embedding reads F32, F16 or BF16 tables, not %s", type_name(table_type));
+        case GgmlType::F32:
+            embedding_kernel<<<blocks, kBlockSize>>>(out, static_cast<const float*>(table), ids,
+                                                     n_tokens, dim);
+            break;
+        case GgmlType::F16:
+            embedding_kernel<<<blocks, kBlockSize>>>(out, static_cast<const __half*>(table), ids,
+                                                     n_tokens, dim);
+            break;
+        case GgmlType::BF16:
+            embedding_kernel<<<blocks, kBlockSize>>>(out, static_cast<const __nv_bfloat16*>(table),
+                                                     ids, n_tokens, dim);
+            break;
+        default:
+            fail("gpu::embedding reads F32, F16 or BF16 tables, not %s", type_name(table_type));
     }
     check_launch("embedding_kernel");
 }
@@ -97,8 +97,8 @@ void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int 
 // of W again. These two costs are what later steps remove.
 
 template <typename Weight>
-__global__ void matmul_kernel(float* out, const float* x, const Weight* w, int n_tokens,
-                              int in_dim, int out_dim) {
+__global__ void matmul_kernel(float* out, const float* x, const Weight* w, int n_tokens, int in_dim,
+                              int out_dim) {
     int64_t index = thread_index();
     if (index >= int64_t(n_tokens) * out_dim) return;
     int64_t t = index / out_dim;
@@ -110,26 +110,25 @@ __global__ void matmul_kernel(float* out, const float* x, const Weight* w, int n
     out[index] = sum;
 }
 
-void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens,
-            int in_dim, int out_dim) {
+void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens, int in_dim,
+            int out_dim) {
     int64_t n_threads = int64_t(n_tokens) * out_dim;
     if (n_threads == 0) return;
     unsigned blocks = blocks_for(n_threads);
     switch (GgmlType(w_type)) {
-    case GgmlType::F32:
-        matmul_kernel<<<blocks, kBlockSize>>>(out, x, static_cast<const float*>(w), n_tokens,
-                                              in_dim, out_dim);
-        break;
-    case GgmlType::F16:
-        matmul_kernel<<<blocks, kBlockSize>>>(out, x, static_cast<const __half*>(w), n_tokens,
-                                              in_dim, out_dim);
-        break;
-    case GgmlType::BF16:
-        matmul_kernel<<<blocks, kBlockSize>>>(out, x, static_cast<const __nv_bfloat16*>(w),
-                                              n_tokens, in_dim, out_dim);
-        break;
-    default:
-        fail("gpu::matmul reads F32, F16 or BF16 weights, not %s", type_name(w_type));
+        case GgmlType::F32:
+            matmul_kernel<<<blocks, kBlockSize>>>(out, x, static_cast<const float*>(w), n_tokens,
+                                                  in_dim, out_dim);
+            break;
+        case GgmlType::F16:
+            matmul_kernel<<<blocks, kBlockSize>>>(out, x, static_cast<const __half*>(w), n_tokens,
+                                                  in_dim, out_dim);
+            break;
+        case GgmlType::BF16:
+            matmul_kernel<<<blocks, kBlockSize>>>(out, x, static_cast<const __nv_bfloat16*>(w),
+                                                  n_tokens, in_dim, out_dim);
+            break;
+        default: fail("gpu::matmul reads F32, F16 or BF16 weights, not %s", type_name(w_type));
     }
     check_launch("matmul_kernel");
 }
@@ -155,8 +154,8 @@ void add_bias(float* x, const float* bias, int n_tokens, int dim) {
 // would be off by ~0.002 rad. Double arithmetic is slow on consumer GPUs (1/64 of the float
 // rate), but here it is a handful of operations per pair, next to nothing beside matmul.
 
-__global__ void rope_kernel(float* x, int n_tokens, int n_heads, int head_dim,
-                            int first_position, float base) {
+__global__ void rope_kernel(float* x, int n_tokens, int n_heads, int head_dim, int first_position,
+                            float base) {
     int half = head_dim / 2;
     int64_t index = thread_index();
     if (index >= int64_t(n_tokens) * n_heads * half) return;

@@ -16,15 +16,15 @@
 namespace gpu {
 
 // out[t] = row ids[t] of the table; `ids` is on the device too.
-void embedding(float* out, const void* table, uint32_t table_type, const int32_t* ids,
-               int n_tokens, int dim);
+void embedding(float* out, const void* table, uint32_t table_type, const int32_t* ids, int n_tokens,
+               int dim);
 
 // RMSNorm with one thread per token; `out` may be `x`.
 void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int dim, float eps);
 
 // out = x W^T, one thread per output element out[t][o], accumulating in float.
-void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens,
-            int in_dim, int out_dim);
+void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens, int in_dim,
+            int out_dim);
 
 void add_bias(float* x, const float* bias, int n_tokens, int dim);
 

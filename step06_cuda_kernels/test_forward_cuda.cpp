@@ -56,8 +56,7 @@ static WeightMatrix rounded_to_half(const WeightMatrix& m,
     std::vector<float> row(m.cols);
     std::vector<uint16_t> halves(size_t(m.rows) * m.cols);  // (rows, cols)
     for (int r = 0; r < m.rows; r++) {
-        dequantize(m.type, static_cast<const uint8_t*>(m.data) + r * row_bytes, row.data(),
-                   m.cols);
+        dequantize(m.type, static_cast<const uint8_t*>(m.data) + r * row_bytes, row.data(), m.cols);
         for (int i = 0; i < m.cols; i++)
             halves[size_t(r) * m.cols + i] = bf16 ? f32_to_bf16(row[i]) : f32_to_f16(row[i]);
     }
@@ -79,9 +78,8 @@ static const RoundedModel& rounded_tiny_model() {
         m.weights.token_embd = rounded_to_half(m.weights.token_embd, m.storage);
         m.weights.output = m.weights.token_embd;  // tied
         for (LayerWeights& layer : m.weights.layers)
-            for (WeightMatrix* w : {&layer.attn_q, &layer.attn_k, &layer.attn_v,
-                                    &layer.attn_output, &layer.ffn_gate, &layer.ffn_up,
-                                    &layer.ffn_down})
+            for (WeightMatrix* w : {&layer.attn_q, &layer.attn_k, &layer.attn_v, &layer.attn_output,
+                                    &layer.ffn_gate, &layer.ffn_up, &layer.ffn_down})
                 *w = rounded_to_half(*w, m.storage);
         return m;
     }();
@@ -146,8 +144,7 @@ TEST_CASE("greedy continuations on the GPU (F16 weights) equal transformers' 16 
     for (const ForwardFixture& c : forward_fixtures()) {
         CAPTURE(c.name);
         std::vector<int32_t> prompt = read_fixture_ids(kForwardFixtures + c.name + ".ids.txt");
-        std::vector<int32_t> expected =
-            read_fixture_ids(kForwardFixtures + c.name + ".greedy.txt");
+        std::vector<int32_t> expected = read_fixture_ids(kForwardFixtures + c.name + ".greedy.txt");
         std::vector<int32_t> generated;
         std::vector<float> prompt_logits;
         GenerationStats stats = generate_greedy(
@@ -174,7 +171,8 @@ TEST_CASE("the GPU's last-position logits do not depend on asking for all of the
     const int n_vocab = model.weights.n_vocab;
     std::vector<float> all_logits = all.logits.download();
     REQUIRE(last.logits.size() == size_t(n_vocab));
-    CHECK(last.logits.download() == std::vector<float>(all_logits.end() - n_vocab, all_logits.end()));
+    CHECK(last.logits.download() ==
+          std::vector<float>(all_logits.end() - n_vocab, all_logits.end()));
 }
 
 TEST_CASE("upload keeps BF16 matrices BF16, makes the others F16, and counts the bytes") {
@@ -193,8 +191,8 @@ TEST_CASE("upload keeps BF16 matrices BF16, makes the others F16, and counts the
 
     const uint64_t d = config.d_model, q_dim = config.n_heads * config.head_dim;
     const uint64_t kv_dim = config.n_kv_heads * config.head_dim, d_ff = config.d_ff;
-    const uint64_t per_layer = 2 * (d * q_dim * 2 + d * kv_dim * 2 + d * d_ff * 3) +
-                               4 * (2 * d + q_dim + 2 * kv_dim);
+    const uint64_t per_layer =
+        2 * (d * q_dim * 2 + d * kv_dim * 2 + d * d_ff * 3) + 4 * (2 * d + q_dim + 2 * kv_dim);
     const uint64_t expected = 2 * d * uint64_t(weights.n_vocab) + 4 * d + 3 * per_layer;
     CHECK(device_bytes(weights) == expected);
     CHECK(bytes_read_per_pass(weights) == expected);  // tied: the whole table is the LM head
@@ -217,6 +215,5 @@ TEST_CASE("a bad sequence fails on the GPU path with the CPU path's messages") {
     ModelConfig short_context = model.config;
     short_context.context_length = 2;
     CHECK_THROWS_WITH_AS(gpu::forward(short_context, weights, {1, 2, 3}, state, LogitRows::All),
-                         "sequence of 3 tokens is longer than the model's context length 2",
-                         Error);
+                         "sequence of 3 tokens is longer than the model's context length 2", Error);
 }

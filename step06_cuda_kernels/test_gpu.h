@@ -74,8 +74,8 @@ inline void check_close(const std::vector<float>& gpu, const std::vector<float>&
     REQUIRE(gpu.size() == reference.size());
     std::string report;
     int mismatches = count_mismatches(gpu, reference, tolerance, report, row_length);
-    INFO(mismatches << " of " << reference.size() << " values differ by more than "
-                    << tolerance.abs << " + " << tolerance.rel << " * |reference|:\n"
+    INFO(mismatches << " of " << reference.size() << " values differ by more than " << tolerance.abs
+                    << " + " << tolerance.rel << " * |reference|:\n"
                     << report);
     CHECK(mismatches == 0);
 }

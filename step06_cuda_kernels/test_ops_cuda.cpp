@@ -81,7 +81,7 @@ TEST_CASE("gpu::rmsnorm equals rmsnorm") {
 
 TEST_CASE("gpu::matmul equals matmul for F32, F16 and BF16 weights") {
     if (!gpu_or_skip()) return;
-    const int shapes[][3] = {{1, 7, 33},   {7, 33, 1000}, {33, 1000, 7},
+    const int shapes[][3] = {{1, 7, 33},    {7, 33, 1000},   {33, 1000, 7},
                              {1, 4867, 33}, {5, 1536, 4867}, {1, 1, 1}};
     for (const auto& shape : shapes) {
         const int n_tokens = shape[0], in_dim = shape[1], out_dim = shape[2];
@@ -96,8 +96,7 @@ TEST_CASE("gpu::matmul equals matmul for F32, F16 and BF16 weights") {
             std::vector<uint8_t> w =
                 encode(random_values(size_t(out_dim) * in_dim, 4, -scale, scale), type);
             std::vector<float> expected(size_t(n_tokens) * out_dim);
-            matmul(expected.data(), x.data(), w.data(), uint32_t(type), n_tokens, in_dim,
-                   out_dim);
+            matmul(expected.data(), x.data(), w.data(), uint32_t(type), n_tokens, in_dim, out_dim);
 
             DeviceBuffer<float> device_x(x), out(expected.size());
             DeviceBuffer<uint8_t> device_w(w);
@@ -162,7 +161,7 @@ TEST_CASE("gpu::rope equals rope, also at positions past 30000") {
 TEST_CASE("gpu::attention equals attention: causal mask, softmax, grouped-query heads") {
     if (!gpu_or_skip()) return;
     // (n_tokens, n_heads, n_kv_heads, head_dim)
-    const int shapes[][4] = {{1, 1, 1, 7},  {7, 4, 2, 6},     {33, 12, 2, 128},
+    const int shapes[][4] = {{1, 1, 1, 7},     {7, 4, 2, 6},   {33, 12, 2, 128},
                              {1000, 2, 1, 64}, {40, 6, 6, 33}, {1, 14, 2, 64}};
     for (const auto& shape : shapes) {
         const int n_tokens = shape[0], n_heads = shape[1], n_kv_heads = shape[2];
@@ -217,10 +216,10 @@ TEST_CASE("gpu::argmax finds the first largest value as argmax does") {
     }
     const float inf = std::numeric_limits<float>::infinity();
     const std::vector<std::vector<float>> cases = {
-        {2.0f, 5.0f, 1.0f, 5.0f, 5.0f},        // a tie: the first one wins
-        {-3.0f, -1.5f, -7.0f, -1.5f},          // negative values only
-        {-inf, -inf, -1e30f, -inf},            // masked values
-        {0.0f, 0.0f, 0.0f},                    // all equal: index 0
+        {2.0f, 5.0f, 1.0f, 5.0f, 5.0f},  // a tie: the first one wins
+        {-3.0f, -1.5f, -7.0f, -1.5f},    // negative values only
+        {-inf, -inf, -1e30f, -inf},      // masked values
+        {0.0f, 0.0f, 0.0f},              // all equal: index 0
         {1.0f, 3.0f, inf, 2.0f, inf},
     };
     for (const std::vector<float>& x : cases) {

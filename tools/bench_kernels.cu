@@ -100,8 +100,8 @@ struct Table {
              const std::function<void()>& launch) const {
         const double ms = time_ms(launch);
         const double gb_per_s = bytes / (ms * 1e6);
-        std::printf("%-13s %-32s %11.1f %9.1f %6.1f%%", kernel, shape.c_str(), ms * 1e3,
-                    gb_per_s, 100.0 * gb_per_s / copy_gb_per_s);
+        std::printf("%-13s %-32s %11.1f %9.1f %6.1f%%", kernel, shape.c_str(), ms * 1e3, gb_per_s,
+                    100.0 * gb_per_s / copy_gb_per_s);
         if (flops > 0) std::printf(" %9.1f", flops / (ms * 1e6));
         std::printf("\n");
     }
@@ -139,8 +139,9 @@ static void bench_tokens(const Table& table, int n) {
     const double h = 2.0;  // bytes per F16 weight
 
     std::printf("-- %d token%s\n", n, n == 1 ? "" : "s");
-    table.row("embedding", shape("(%d, %d) rows of F16", n, kDModel), n * kDModel * (h + f), 0,
-              [&] { gpu::embedding(x.data(), embedding_table.data(), f16, ids.data(), n, kDModel); });
+    table.row(
+        "embedding", shape("(%d, %d) rows of F16", n, kDModel), n * kDModel * (h + f), 0,
+        [&] { gpu::embedding(x.data(), embedding_table.data(), f16, ids.data(), n, kDModel); });
     table.row("rmsnorm", shape("(%d, %d)", n, kDModel), 2.0 * n * kDModel * f + kDModel * f, 0,
               [&] { gpu::rmsnorm(out.data(), x.data(), norm.data(), n, kDModel, 1e-6f); });
 
