@@ -37,7 +37,7 @@ public:
     void resize(size_t count) {
         if (count > capacity_) {
             device_free(data_);
-            data_ = nullptr;
+            data_ = nullptr;  // empty, not dangling, if the allocation below throws
             capacity_ = 0;
             data_ = static_cast<T*>(device_malloc(count * sizeof(T)));
             capacity_ = count;

@@ -17,7 +17,7 @@ using TokenCallback = std::function<bool(int32_t id)>;
 // One model step: a forward pass over the whole sequence `ids` that returns the most likely
 // next token and, when `logits` is not null, stores the last position's n_vocab logits there.
 // This is the seam between the greedy loop and the hardware: next_token() below runs it on
-// the CPU, gpu::next_token() (step06's forward_cuda.h) on the GPU.
+// the CPU, gpu::next_token() (forward_cuda.h) on the GPU.
 using NextTokenFn =
     std::function<int32_t(const std::vector<int32_t>& ids, std::vector<float>* logits)>;
 

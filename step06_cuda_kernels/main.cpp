@@ -215,13 +215,13 @@ struct SideBySide {
 // A pass reads every weight at least once, so the weight bytes over the time of a pass give
 // a lower bound on the bandwidth it achieved, to set against the GPU's peak.
 static void print_gpu_throughput(const GenerationStats& stats, uint64_t bytes_per_pass,
-                                 const DeviceInfo& gpu) {
+                                 const DeviceInfo& device) {
     const double ms_per_pass =
         stats.n_passes > 0 ? stats.generate_ms / stats.n_passes : stats.prompt_ms;
     const double gb_per_s = double(bytes_per_pass) / (ms_per_pass * 1e6);
     std::fprintf(stderr, " | %s: %.3f GB of weights per token, %.1f GB/s = %.1f%% of %.0f GB/s\n",
-                 gpu.name.c_str(), double(bytes_per_pass) / 1e9, gb_per_s,
-                 100.0 * gb_per_s / gpu.peak_gb_per_s, gpu.peak_gb_per_s);
+                 device.name.c_str(), double(bytes_per_pass) / 1e9, gb_per_s,
+                 100.0 * gb_per_s / device.peak_gb_per_s, device.peak_gb_per_s);
 }
 
 int main(int argc, char** argv) {
@@ -277,17 +277,18 @@ int main(int argc, char** argv) {
         const std::vector<int32_t> prompt = tokenizer.encode(text);
 
         const Device device = choose_device(options);
-        DeviceInfo gpu;
+        DeviceInfo gpu_info;
         DeviceWeights device_weights;  // stays empty on the CPU
         if (device == Device::Cuda) {
-            gpu = device_info();
+            gpu_info = device_info();
             Timer upload_timer;
             device_weights = upload_weights(weights);
             std::fprintf(stderr,
                          "device: %s, %.1f GiB, peak %.0f GB/s | weights converted and uploaded "
                          "in %.1f ms: %.1f MiB of device memory (F16/BF16 matrices)\n",
-                         gpu.name.c_str(), gpu.total_memory / 1073741824.0, gpu.peak_gb_per_s,
-                         upload_timer.elapsed_ms(), device_bytes(device_weights) / 1048576.0);
+                         gpu_info.name.c_str(), gpu_info.total_memory / 1073741824.0,
+                         gpu_info.peak_gb_per_s, upload_timer.elapsed_ms(),
+                         device_bytes(device_weights) / 1048576.0);
         }
 
         RunState state;
@@ -333,7 +334,7 @@ int main(int argc, char** argv) {
                          stats.n_generated, stats.generate_ms / stats.n_passes,
                          1000.0 * stats.n_passes / stats.generate_ms);
         if (device == Device::Cuda) {
-            print_gpu_throughput(stats, bytes_read_per_pass(device_weights), gpu);
+            print_gpu_throughput(stats, bytes_read_per_pass(device_weights), gpu_info);
         } else {
             const int threads = omp_get_max_threads();
             std::fprintf(stderr, " | %d thread%s\n", threads, threads == 1 ? "" : "s");

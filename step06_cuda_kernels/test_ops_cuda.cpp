@@ -20,11 +20,11 @@
 // Weights rounded to `type` (F32, F16 or BF16), as the bytes both sides read.
 static std::vector<uint8_t> encode(const std::vector<float>& values, GgmlType type) {
     std::vector<uint8_t> bytes;
+    const int n_bytes = type == GgmlType::F32 ? 4 : 2;
     for (float value : values) {
         uint32_t bits = f32_to_bits(value);
-        int n_bytes = 4;
-        if (type == GgmlType::F16) bits = f32_to_f16(value), n_bytes = 2;
-        if (type == GgmlType::BF16) bits = f32_to_bf16(value), n_bytes = 2;
+        if (type == GgmlType::F16) bits = f32_to_f16(value);
+        if (type == GgmlType::BF16) bits = f32_to_bf16(value);
         for (int b = 0; b < n_bytes; b++) bytes.push_back(uint8_t(bits >> (8 * b)));
     }
     return bytes;
