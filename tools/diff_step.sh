@@ -25,8 +25,11 @@ fi
 
 echo "# $current adds to $previous"
 echo "#"
-added=$(cd "$current" && for f in *; do [ -e "../$previous/$f" ] || echo "$f"; done)
-echo "# new files: $(echo $added)"
+added=$(cd "$current" && for f in *; do
+    [ -e "../$previous/$f" ] || [ "$f" = carried_changes.txt ] || echo "$f"
+done)
+echo "# new files:"
+echo $added | fold -s -w 94 | sed -e 's/ *$//' -e 's/^/#   /'
 echo "# carried files changed on purpose (from $current/carried_changes.txt):"
 grep -v '^#' "$current/carried_changes.txt" | grep . | sed 's/^/#   /'
 echo
