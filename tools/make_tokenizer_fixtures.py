@@ -2,19 +2,22 @@
 """Writes the step04 tokenizer fixtures in tests/fixtures/tokenizer/: token ids computed by
 HF `tokenizers` (the oracle), for step04's checks to compare against, exactly.
 
-    python3 tools/make_tokenizer_fixtures.py     # run from the repository root; a few seconds
+    QWEN_TOKENIZER_DIR=../shared/qwen-tokenizer python3 tools/make_tokenizer_fixtures.py
+    python3 tools/make_tokenizer_fixtures.py --qwen-dir DIR      # the same; a few seconds
 
-Reads QWEN_TOKENIZER_DIR/tokenizer.json (default /work/shared/qwen-tokenizer) for the real Qwen
-vocabulary and models/tiny-qwen2.tokenizer.json for the tiny model's. Needs tokenizers and jinja2.
+Run from the repository root. Reads DIR/tokenizer.json for the real Qwen vocabulary and
+models/tiny-qwen2.tokenizer.json for the tiny model's. Needs tokenizers, jinja2, and for the NFC
+data unicodedata2 and unicodedataplus (tools/requirements.txt).
 
 Files (one record per text, records separated by a blank line; each record starts with a
 readable "# ..." comment; texts are stored as hex so that every byte is exact):
   corpus_qwen.txt      text + ids from the real vocabulary                 (HF encode().ids)
   corpus_tiny.txt      text + ids from the tiny model's vocabulary
   pieces.txt           text + the pre-tokenizer's pieces (HF's Split with Qwen's regex)
-  non_nfc.txt          text that NFC changes: ids with HF's NFC normalizer ("hf_ids") and with
-                       the normalizer removed ("raw_ids", what step04 documents it produces),
-                       for both vocabularies
+  non_nfc.txt          text that NFC changes + its ids from both vocabularies ("qwen_ids",
+                       "tiny_ids"): HF normalizes it before it splits it, and so must step04
+  nfc.txt              text + its NFC ("nfc"), for the checks of step04's nfc() alone: from
+                       Python's unicodedata2, not from HF (see nfc_unicode9)
   chat.txt             conversations: the ChatML text rendered by jinja2 from the tiny model's
                        tokenizer.chat_template (with add_generation_prompt), and its ids
   byte_symbols.txt     GPT-2's byte -> character map, from HF's ByteLevel pre-tokenizer
@@ -22,18 +25,22 @@ readable "# ..." comment; texts are stored as hex so that every byte is exact):
 Every corpus text is valid UTF-8 and already NFC (checked here), since HF would change anything
 else; text that is not NFC goes to non_nfc.txt instead.
 """
+import argparse
 import json
 import os
 import random
+import re
 import sys
 import unicodedata
 from pathlib import Path
 
 import jinja2
-from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers
+import unicodedata2
+from tokenizers import Regex, Tokenizer, pre_tokenizers
+
+from gen_nfc_tables import known_to_hf
 
 OUT = Path("tests/fixtures/tokenizer")
-QWEN_DIR = Path(os.environ.get("QWEN_TOKENIZER_DIR", "/work/shared/qwen-tokenizer"))
 TINY_JSON = Path("models/tiny-qwen2.tokenizer.json")
 TINY_GGUF = Path("models/tiny-qwen2.gguf")
 QWEN_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
@@ -419,19 +426,272 @@ def random_code_points(rng, count):
     return texts
 
 
-# Text that NFC rewrites: HF's ids come from the rewritten text, step04's from the text as given.
-NON_NFC = [
-    "e\u0301",                       # e + combining acute -> é
+# Text that NFC rewrites, by what it exercises. HF normalizes each stretch between added tokens
+# before it splits it, so step04's ids must equal HF's for these too.
+MAC_FILE_NAMES = [  # macOS stores file names decomposed: a letter, then its accent
+    "e\u0301",
+    "Cafe\u0301",
+    "Cafe\u0301.txt",
+    "Ame\u0301lie",
     "cafe\u0301 re\u0301sume\u0301",
-    "A\u030a ring",                  # -> Å
-    "\u212b Angstrom sign",          # singleton -> U+00C5
-    "\u2126 Ohm sign",               # singleton -> U+03A9
-    "\uf900 CJK compatibility",      # -> U+8C48
-    "\u1100\u1161\u11a8",            # conjoining jamo -> 각
-    "n\u0303o",                      # -> ño
-    "\u0915\u093c",                  # Devanagari ka + nukta (a composition exclusion: stays)
-    "o\u0308\u0304",                 # -> ȫ
+    "re\u0301sume\u0301.pdf",
+    "Zu\u0308rich",
+    "Mu\u0308nchen Ko\u0308ln Go\u0308teborg",
+    "Sa\u0303o Paulo",
+    "Bjo\u0308rk",
+    "Dvor\u030ca\u0301k",
+    "nai\u0308ve",
+    "cre\u0300me bru\u0302le\u0301e",
+    "Franc\u0327ois",
+    "Jose\u0301 Nu\u0301n\u0303ez",
+    "A\u030angstro\u0308m",
+    "S\u030ckoda",
+    "I\u0307stanbul",
+    "Krako\u0301w",
+    "Citroe\u0308n Noe\u0308l",
+    "Poke\u0301mon",
+    "n\u0303o",
+    "A\u030a ring",
+    "\u0435\u0308\u0436 \u0438\u0306",  # Cyrillic: ё, й
+    "\u03b1\u0301\u03b8\u03b7\u03bd\u03b1",  # Greek alpha + acute -> ά
 ]
+
+VIETNAMESE = [  # written NFC here; vietnamese_out_of_order() spells the marks the other way
+    "Ti\u1ebfng Vi\u1ec7t",
+    "Vi\u1ec7t Nam",
+    "\u0111\u1eb7ng",
+    "ng\u01b0\u1eddi",
+    "th\u1ef1c",
+    "H\u1ed3 Ch\u00ed Minh",
+    "Ph\u1edf b\u00f2",
+    "c\u1ea3m \u01a1n",
+    "Nguy\u1ec5n",
+    "tr\u01b0\u1eddng h\u1ecdc",
+]
+
+HANGUL_JAMO = [  # conjoining jamo: leading consonant (L), vowel (V), trailing consonant (T)
+    "\u1100\u1161",                          # L V -> 가
+    "\u1112\u1161\u11ab",                    # L V T -> 한
+    "\u1112\u1161\u11ab\u1100\u1173\u11af",  # 한글
+    "\u1109\u1165\u110b\u116e\u11af",        # 서울
+    "\u1100\u1100\u1161",                    # L L V: the second L takes the vowel
+    "\u1100\u1161\u1161",                    # L V V: one vowel only
+    "\u1100\u1161\u11a8\u11a8",              # L V T T: one trailing consonant only
+    "\uac00\u11a8",                          # the syllable 가 + T -> 각
+    "\u1161\u1100\u1161",                    # V before L composes with nothing
+    "\u1100 \u1100\u1161",                   # the L before the space stays alone
+    "\u1107\u1161\u11b7 \u1106\u1165\u11a8\u110b\u1165\u11bb\u110b\u1165\u110b\u116d?",
+]
+
+SINGLETONS = [  # characters NFC always replaces by one other
+    "\u212b Angstrom sign",       # -> U+00C5
+    "\u2126 Ohm sign, 10 k\u2126",  # -> U+03A9
+    "300\u212a Kelvin",          # -> K
+    "\u037e Greek question mark",  # -> ;
+    "a\u0387b",                  # Greek ano teleia -> U+00B7
+    "\u1f71",                    # Greek alpha with oxia -> U+03AC
+    "\u2329angle\u232a",         # -> U+3008 U+3009
+    "\u2000en quad\u2001em quad",  # -> U+2002 U+2003
+    "\uf900 CJK compatibility",  # -> U+8C48
+    "\uf900\uf901\uf902\ufa10",
+    "\U0002f800\U0002f801",      # CJK compatibility supplement
+    "a\u0340 a\u0341",           # combining grave/acute tone marks -> U+0300/U+0301 -> à á
+    "\u0374 numeral sign",       # -> U+02B9
+]
+
+EXCLUSIONS = [  # composites NFC never makes: precomposed, they come apart
+    "\u0958\u0959\u095a",        # Devanagari qa, khha, ghha -> letter + nukta
+    "\u095b\u095c\u095d\u095e\u095f",
+    "\u09dc\u09dd \u0a33 \u0b5c",  # Bengali, Gurmukhi, Oriya
+    "\ufb1d \ufb2a \ufb4e",      # Hebrew presentation forms
+    "\u2adc forking",
+    "\u0f43 \u0f73 \u0f75 \u0f81",  # Tibetan, including non-starter decompositions
+    "\U0001d15e\U0001d160",      # musical notes
+    "\u0344",                    # non-starter decomposition -> U+0308 U+0301
+    "a\u0344",                   # -> ä + U+0301
+]
+
+AFTER_ADDED_TOKENS = [  # added tokens are matched first; NFC runs on what is between them
+    "<|im_end|>\u0338",          # NFC of the whole text would make ">" + U+0338 into U+226F
+    "<think>\u0338</think>\u0338",
+    "<|im_start|>\u0301\u0323",  # the marks are reordered and compose with nothing
+    "e<|im_end|>\u0301\u0323",
+    "<|im_start|>user\ncafe\u0301<|im_end|>",
+    "\u1100<|endoftext|>\u1161\u1100\u1161",  # the L before the token keeps apart from the V
+    "<tool_call>A\u030a</tool_call>",
+    "<think>\u2126</think>e\u0301",
+]
+
+MARKS_OUT_OF_ORDER = [  # several marks, not in combining-class order
+    "a\u0301\u0323",             # above (230) before below (220) -> ạ + U+0301
+    "s\u0307\u0323",             # -> ṩ
+    "d\u0307\u0323",             # -> ḍ + U+0307
+    "x\u0301\u0316\u0300",
+    "o\u0308\u0331\u0304",
+    "e\u0301\u0327",             # cedilla (202) before acute
+    "u\u0323\u031b",             # horn (216) goes before dot below (220) -> ự
+    "A\u0301\u0328",             # ogonek (202)
+    "q\u0300\u0307\u0323\u0330",
+    "\u0301\u0323",              # marks with no letter before them
+]
+
+DEVANAGARI_ARABIC = [
+    "\u0928\u093c",              # na + nukta -> U+0929 (not excluded: it composes)
+    "\u0930\u093c \u0933\u093c",  # -> U+0931, U+0934
+    "\u0915\u094d\u093c",        # virama (9) before nukta (7): reordered
+    "\u0939\u093f\u0928\u094d\u0926\u0940 \u0915\u094d\u093c",
+    "\u0645\u0651\u064e",        # Arabic shadda (33) before fatha (30): reordered
+    "\u0645\u062d\u0645\u0651\u064e\u062f",
+    "\u0627\u0653",              # alef + madda -> U+0622
+    "\u0627\u0654 \u0627\u0655",  # -> U+0623, U+0625
+    "\u0648\u0654 \u064a\u0654",  # -> U+0624, U+0626
+    "\u05d1\u05bc\u05b8",        # Hebrew dagesh (21) before qamats (18): reordered
+    "\u09c7\u09be",              # Bengali e + aa -> U+09CB (two starters compose)
+    "\u0b47\u0b3e \u0bc6\u0bbe",  # Oriya, Tamil two-part vowels
+]
+
+# Characters newer than Unicode 9.0: HF's normalizer does not know them, so these stay as they
+# are there, though Unicode 16.0's NFC would reorder or compose them.
+NEWER_THAN_HF = [
+    "\U000105d2\u0307",          # Todhri (16.0): composes to U+105C9 in 16.0, not in HF
+    "\U00011382\U000113c9",      # Tulu-Tigalari (16.0) -> U+11383 in 16.0
+    "\U00011935\U00011930",      # Dives Akuru (13.0) -> U+11938 in 13.0+
+    "a\u0345\u0d3b",             # U+0D3B (10.0, class 9) would move before U+0345 (240)
+    "a\u0345\u1df6",             # U+1DF6 (10.0, class 232)
+    "\u0915\u0345\u0c3c\u093c",  # U+0C3C (14.0, class 7) between older marks
+]
+
+
+def vietnamese_out_of_order():
+    """Each text decomposed, with the marks of every letter reversed: a circumflex or horn then
+    comes before a dot below, as some keyboards type them, and NFC puts them back in order
+    (two marks above, of equal class, stay reversed: that spells another text, still valid)."""
+    texts = []
+    for text in VIETNAMESE:
+        letters = []  # each a starter followed by its marks
+        for c in unicodedata2.normalize("NFD", text):
+            if unicodedata2.combining(c) and letters:
+                letters[-1] += c
+            else:
+                letters.append(c)
+        texts.append("".join(letter[0] + letter[1:][::-1] for letter in letters))
+    return texts
+
+
+def random_marks(rng, count):
+    """Seeded strings of letters and combining marks in random order, each one not NFC."""
+    letters = list("aeiouyAEOUcnszgkLR") + ["\u03b1", "\u03c9", "\u0438", "\u0915", "\u0627",
+                                            "\u1100", "\u1161", "\u11a8", "\uac00", " "]
+    marks = ["\u0300", "\u0301", "\u0302", "\u0303", "\u0308", "\u030a", "\u030c", "\u0323",
+             "\u0327", "\u0328", "\u031b", "\u0316", "\u0345", "\u0313", "\u093c", "\u094d",
+             "\u064e", "\u0651", "\u05b8", "\u05bc", "\u0334", "\u0f71"]
+    texts = []
+    while len(texts) < count:
+        text = "".join(rng.choice(letters if rng.random() < 0.4 else marks)
+                       for _ in range(rng.randint(2, 12)))
+        if unicodedata2.normalize("NFC", text) != text and text not in texts:
+            texts.append(text)
+    return texts
+
+
+def non_nfc_texts():
+    texts = (MAC_FILE_NAMES + vietnamese_out_of_order() + HANGUL_JAMO + SINGLETONS + EXCLUSIONS
+             + AFTER_ADDED_TOKENS + MARKS_OUT_OF_ORDER + DEVANAGARI_ARABIC + NEWER_THAN_HF
+             + random_marks(random.Random(1512), 40))
+    for text in texts:
+        if unicodedata2.normalize("NFC", text) == text:
+            sys.exit(f"non-NFC text is NFC: {text!r}")
+    if len(set(texts)) != len(texts):
+        sys.exit("non-NFC texts have duplicates")
+    return texts
+
+
+def nfc_unicode9(text):
+    """NFC by the tables of Unicode 9.0, HF's normalizer's version, computed with Python's
+    unicodedata2 (Unicode 16.0): Unicode never changes how a character it has assigned
+    normalizes, so 16.0's NFC of text made of characters 9.0 had is 9.0's. A character added
+    since is, to 9.0, unassigned: class 0, no decomposition, composes with nothing, so the text
+    around it normalizes as two separate texts."""
+    pieces, run = [], ""
+    for c in text:
+        if known_to_hf(ord(c)):
+            run += c
+        else:
+            pieces += [unicodedata2.normalize("NFC", run), c]
+            run = ""
+    return "".join(pieces) + unicodedata2.normalize("NFC", run)
+
+
+def nfc_check_texts():
+    """Text for the checks of nfc() alone: every character that has a canonical decomposition,
+    every mark after a letter and two marks that bracket its class, Hangul jamo, and seeded
+    random strings of all of those."""
+    decomposable, marks = [], []
+    for cp in range(0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        fields = unicodedata2.decomposition(chr(cp)).split()
+        if fields and not fields[0].startswith("<"):
+            decomposable.append(chr(cp))
+        if unicodedata2.combining(chr(cp)):
+            marks.append(chr(cp))
+    texts = [" ".join(decomposable[i:i + 48]) for i in range(0, len(decomposable), 48)]
+    texts += [" ".join("a\u0301" + m + "\u0316" for m in marks[i:i + 24])
+              for i in range(0, len(marks), 24)]
+    leading = [chr(c) for c in range(0x1100, 0x1114)]  # one past the 19 that compose
+    vowels = [chr(c) for c in range(0x1160, 0x1177)]
+    trailing = [chr(c) for c in range(0x11a7, 0x11c4)]
+    texts += [" ".join(l + v for v in vowels) for l in leading]
+    texts += [" ".join("\uac00" + t + " \u1100\u1161" + t + " \uac01" + t for t in trailing)]
+    rng = random.Random(9)
+    alphabet = (decomposable + marks + leading + vowels + trailing
+                + list("aeoAEO ") + ["\uac00", "\ud7a3", "\u3042", "\U0001f600"])
+    for _ in range(1500):
+        texts.append("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 10))))
+    return texts
+
+
+def escaped(text):
+    """One line for a comment, every character outside printable ASCII as \\uXXXX: what NFC
+    changes is invisible when printed."""
+    line = "".join(c if " " <= c <= "~" and c != "\\" else f"\\u{ord(c):04x}" if ord(c) < 0x10000
+                   else f"\\U{ord(c):08x}" for c in text)
+    return line if len(line) <= 100 else line[:100] + "..."
+
+
+def hf_normalized(tokenizer, text):
+    """The text as HF's BPE gets it: the added tokens as they are, the stretches between them
+    each normalized on its own."""
+    added = sorted((t.content for t in tokenizer.get_added_tokens_decoder().values()),
+                   key=len, reverse=True)
+    parts = re.split("(" + "|".join(map(re.escape, added)) + ")", text)
+    return "".join(part if i % 2 else tokenizer.normalizer.normalize_str(part)
+                   for i, part in enumerate(parts))
+
+
+def write_non_nfc(qwen, tiny):
+    records = []
+    for text in non_nfc_texts():
+        comment = escaped(text) + "  ->  " + escaped(hf_normalized(qwen, text))
+        records.append((comment, [("text", text.encode().hex()),
+                                  ("qwen_ids", ids_line(qwen.encode(text).ids)),
+                                  ("tiny_ids", ids_line(tiny.encode(text).ids))]))
+    write_records(OUT / "non_nfc.txt", records)
+    print(f"wrote {OUT / 'non_nfc.txt'}: {len(records)} texts")
+
+
+def write_nfc(qwen):
+    """nfc.txt, whose expected NFC comes from unicodedata2 (nfc_unicode9); HF's normalizer must
+    agree on every text, or the tables' Unicode version is not HF's."""
+    records = []
+    for text in nfc_check_texts():
+        expected = nfc_unicode9(text)
+        if qwen.normalizer.normalize_str(text) != expected:
+            sys.exit(f"HF's NFC differs from Unicode 9.0's for {text!r}")
+        records.append((escaped(text), [("text", text.encode().hex()),
+                                        ("nfc", expected.encode().hex())]))
+    write_records(OUT / "nfc.txt", records)
+    print(f"wrote {OUT / 'nfc.txt'}: {len(records)} texts")
 
 
 def readable(text):
@@ -471,16 +731,31 @@ def ids_line(ids):
     return " ".join(str(i) for i in ids)
 
 
+def qwen_tokenizer_dir():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--qwen-dir", default=os.environ.get("QWEN_TOKENIZER_DIR"),
+                        help="the folder with the real Qwen tokenizer.json "
+                             "(default: $QWEN_TOKENIZER_DIR)")
+    directory = parser.parse_args().qwen_dir
+    if not directory:
+        sys.exit("where is the real Qwen tokenizer? set QWEN_TOKENIZER_DIR or pass --qwen-dir DIR "
+                 "(a folder with tokenizer.json)")
+    if not (Path(directory) / "tokenizer.json").is_file():
+        sys.exit(f"no tokenizer.json in {directory} (QWEN_TOKENIZER_DIR or --qwen-dir)")
+    return Path(directory)
+
+
 def main():
-    qwen = Tokenizer.from_file(str(QWEN_DIR / "tokenizer.json"))
+    qwen = Tokenizer.from_file(str(qwen_tokenizer_dir() / "tokenizer.json"))
     tiny = Tokenizer.from_file(str(TINY_JSON))
     rng = random.Random(20240611)
     corpus = (ENGLISH + CJK + OTHER_SCRIPTS + EMOJI + CODE + WHITESPACE + DIGITS + CONTRACTIONS
               + URLS_JSON + SPECIAL_TOKENS + EDGE + random_strings(rng, 60)
               + random_code_points(rng, 30))
     for text in corpus:
-        if unicodedata.normalize("NFC", text) != text:
-            sys.exit(f"corpus text is not NFC (move it to NON_NFC): {text!r}")
+        if (unicodedata.normalize("NFC", text) != text
+                or qwen.normalizer.normalize_str(text) != text):
+            sys.exit(f"corpus text is not NFC (move it to non_nfc_texts): {text!r}")
     if len(set(corpus)) != len(corpus):
         sys.exit("corpus has duplicates")
     OUT.mkdir(parents=True, exist_ok=True)
@@ -504,17 +779,8 @@ def main():
                                          ("pieces", " ".join(p.encode().hex() for p in pieces))]))
     write_records(OUT / "pieces.txt", records)
 
-    records = []
-    for text in NON_NFC:
-        fields = [("text", text.encode().hex())]
-        for label, tok in (("qwen", qwen), ("tiny", tiny)):
-            raw = Tokenizer.from_str(tok.to_str())
-            raw.normalizer = normalizers.Sequence([])
-            fields.append((f"{label}_hf_ids", ids_line(tok.encode(text).ids)))
-            fields.append((f"{label}_raw_ids", ids_line(raw.encode(text).ids)))
-        records.append((readable(text) + "  (NFC: " + readable(unicodedata.normalize("NFC", text))
-                        + ")", fields))
-    write_records(OUT / "non_nfc.txt", records)
+    write_non_nfc(qwen, tiny)
+    write_nfc(qwen)
 
     write_chat(qwen, tiny)
 
