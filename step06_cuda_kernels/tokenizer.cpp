@@ -5,6 +5,7 @@
 #include <climits>
 
 #include "error.h"
+#include "nfc.h"
 #include "pretokenizer.h"
 #include "utf8.h"
 
@@ -120,7 +121,14 @@ int32_t Tokenizer::match_added_token(std::string_view text, size_t pos) const {
     return -1;
 }
 
+// Steps 2-4 for one stretch. Nearly all text is NFC already; the quick check sees that without
+// making a copy.
 void Tokenizer::encode_text(std::string_view text, std::vector<int32_t>& ids) const {
+    std::string normalized;
+    if (!is_certainly_nfc(text)) {
+        normalized = nfc(text);
+        text = normalized;
+    }
     for (std::string_view piece : pretokenize(text)) bpe_.encode(piece, ids);
 }
 

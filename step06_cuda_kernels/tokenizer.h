@@ -2,18 +2,19 @@
 //
 // encode(text):
 //   1. Cut out the added tokens (<|im_start|>, <tool_call>, ...: the CONTROL and USER_DEFINED
-//      entries of the vocabulary) wherever they appear, longest match first. Each becomes its
-//      own id and never reaches BPE.
-//   2. Split each stretch of text between them with the Qwen2 pre-tokenizer (pretokenizer.h).
-//   3. Encode each piece with byte-level BPE (bpe.h).
+//      entries of the vocabulary) wherever they appear in the text as given, longest match
+//      first. Each becomes its own id and never reaches BPE.
+//   2. Normalize each stretch of text between them to Unicode NFC (nfc.h), on its own.
+//   3. Split it with the Qwen2 pre-tokenizer (pretokenizer.h).
+//   4. Encode each piece with byte-level BPE (bpe.h).
 // decode(ids): concatenate the bytes each token stands for.
 //
-// Normalization: HF first rewrites the text to Unicode NFC (tokenizer.json "normalizer").
-// We do not: the text is tokenized as the bytes it is (as llama.cpp does). For NFC text -
-// nearly all text, and everything a keyboard or this model produces - the ids are identical.
-// For text in another form, e.g. "e" + U+0301 COMBINING ACUTE instead of the precomposed
-// U+00E9, the ids differ from HF's (we encode the two code points, HF the one), and in exchange
-// decode(encode(s)) == s holds byte for byte for every input, which HF does not promise.
+// Steps 1 and 2 are in HF's order: tokenizer.json's "normalizer" is NFC, and Qwen's added
+// tokens are "normalized": false (the GGUF does not keep the flag), so they are matched on the
+// raw text and the normalizer sees only the stretches between them: a mark right after
+// "<|im_end|>" composes with nothing. NFC gives "e" + U+0301 the ids of the precomposed U+00E9,
+// so decode(encode(s)) is nfc(s): s itself for NFC text, which is nearly all text. Invalid
+// UTF-8 bytes come back as they were.
 #pragma once
 
 #include <cstdint>
@@ -63,7 +64,7 @@ public:
 
 private:
     void check_id(int32_t id) const;  // fails unless 0 <= id < n_vocab
-    void encode_text(std::string_view text, std::vector<int32_t>& ids) const;  // steps 2 and 3
+    void encode_text(std::string_view text, std::vector<int32_t>& ids) const;  // steps 2-4
     // The id of the longest added token that starts at text[pos], or -1.
     int32_t match_added_token(std::string_view text, size_t pos) const;
 
