@@ -238,10 +238,12 @@ TEST_CASE("a kernel handed a type it cannot read fails before launching") {
 }
 
 // With a GPU the allocation is too large; without one there is no device to allocate on.
-// Either way the message names the call and where it was made.
+// Either way the message names the call and where it was made (the file's path starts with
+// the step's directory, which later steps change, so only its name is checked).
 TEST_CASE("a failing CUDA call becomes an Error that names the call, file and line") {
     CHECK_THROWS_WITH_AS(DeviceBuffer<uint8_t>(size_t(1) << 52),
-                         doctest::Contains("CUDA error: cudaMalloc(&pointer, bytes) failed at "
-                                           "step06_cuda_kernels/device_buffer.cu:"),
+                         doctest::Contains("CUDA error: cudaMalloc(&pointer, bytes) failed at "),
                          Error);
+    CHECK_THROWS_WITH_AS(DeviceBuffer<uint8_t>(size_t(1) << 52),
+                         doctest::Contains("/device_buffer.cu:"), Error);
 }

@@ -1,0 +1,63 @@
+// generate.cpp - the greedy loop: one prefill, then one decode pass per token.
+#include "generate.h"
+
+#include "error.h"
+#include "ops_cpu.h"
+#include "timer.h"
+
+int32_t next_token(const ModelConfig& config, const Weights& weights,
+                   const std::vector<int32_t>& new_ids, KVCache& cache, RunState& state,
+                   std::vector<float>* logits) {
+    forward(config, weights, new_ids, cache, state, LogitRows::LastOnly);
+    if (logits) *logits = state.logits;
+    return argmax(state.logits.data(), weights.n_vocab);
+}
+
+GenerationStats generate_greedy(const ModelConfig& config, const Weights& weights,
+                                const std::vector<int32_t>& prompt, int max_new_tokens,
+                                KVCache& cache, RunState& state, const TokenCallback& on_token,
+                                std::vector<float>* prompt_logits) {
+    NextTokenFn on_cpu = [&](const std::vector<int32_t>& new_ids, std::vector<float>* logits) {
+        return next_token(config, weights, new_ids, cache, state, logits);
+    };
+    return generate_greedy(on_cpu, prompt, max_new_tokens, cache.capacity - cache.n_filled,
+                           on_token, prompt_logits);
+}
+
+GenerationStats generate_greedy(const NextTokenFn& model_step, const std::vector<int32_t>& prompt,
+                                int max_new_tokens, int free_positions,
+                                const TokenCallback& on_token, std::vector<float>* prompt_logits) {
+    if (prompt.empty()) fail("the prompt is empty: there is nothing to continue");
+    if (prompt.size() > size_t(free_positions))
+        fail("the prompt has %zu tokens, more than the %d positions left in the context",
+             prompt.size(), free_positions);
+
+    GenerationStats stats;
+    stats.n_prompt = int(prompt.size());
+
+    Timer timer;
+    int32_t next = model_step(prompt, prompt_logits);
+    stats.prompt_ms = timer.elapsed_ms();
+
+    // Every accepted token takes a position: the newest one enters the cache only when the
+    // next pass runs it, so the sequence may fill the cache's last position.
+    int positions_left = free_positions - stats.n_prompt;
+    int32_t newest = -1;
+    timer.reset();
+    while (stats.n_generated < max_new_tokens) {
+        if (positions_left == 0) {
+            stats.context_full = true;
+            break;
+        }
+        if (stats.n_generated > 0) {
+            next = model_step({newest}, nullptr);
+            stats.n_passes++;
+        }
+        if (!on_token(next)) break;
+        newest = next;
+        positions_left--;
+        stats.n_generated++;
+    }
+    stats.generate_ms = timer.elapsed_ms();
+    return stats;
+}
