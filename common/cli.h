@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -22,5 +23,15 @@ inline long long parse_int(const char* text, const char* flag) {
     long long value = std::strtoll(text, &end, 10);
     if (errno != 0 || end == text || *end != '\0')
         fail("flag %s expects an integer, got '%s'", flag, text);
+    return value;
+}
+
+// A finite decimal number: "nan" and "inf" are refused, since no flag means them.
+inline double parse_float(const char* text, const char* flag) {
+    errno = 0;
+    char* end = nullptr;
+    double value = std::strtod(text, &end);
+    if (errno != 0 || end == text || *end != '\0' || !std::isfinite(value))
+        fail("flag %s expects a number, got '%s'", flag, text);
     return value;
 }

@@ -1,0 +1,139 @@
+// Checks for generation with a sampler on the tiny model: temperature 0 is transformers' greedy
+// continuation (tests/fixtures/forward/) on the CPU and the GPU, a seed fixes the text, and the
+// sampler sees the sequence its repetition penalty needs.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "device_kv_cache.h"
+#include "device_weights.h"
+#include "forward_cpu.h"
+#include "forward_cuda.h"
+#include "generate.h"
+#include "gguf_tensors.h"
+#include "kv_cache.h"
+#include "model_config.h"
+#include "sampler.h"
+#include "test_gpu.h"
+#include "weights.h"
+
+namespace {
+
+struct Model {
+    GgufFile file;
+    ModelConfig config;
+    Weights weights;
+};
+
+const Model& tiny_model() {
+    static const Model model = [] {
+        Model m;
+        m.file = open_gguf("models/tiny-qwen2.gguf");
+        m.config = read_model_config(m.file.metadata);
+        m.weights = load_weights(m.file, m.config);
+        return m;
+    }();
+    return model;
+}
+
+std::vector<int32_t> read_ids(const std::string& path) {
+    std::ifstream in(path);
+    REQUIRE_MESSAGE(in.good(), "cannot open " << path);
+    std::vector<int32_t> ids;
+    int32_t id;
+    while (in >> id) ids.push_back(id);
+    return ids;
+}
+
+std::vector<int32_t> generate_ids(const std::vector<int32_t>& prompt, int n,
+                                  const SamplerSettings& settings, Sampler* keep = nullptr) {
+    const Model& model = tiny_model();
+    KVCache cache = make_kv_cache(model.config, 256);
+    RunState state;
+    Sampler sampler = make_sampler(settings);
+    std::vector<int32_t> ids;
+    generate(model.config, model.weights, prompt, n, cache, state, sampler, [&](int32_t id) {
+        ids.push_back(id);
+        return true;
+    });
+    if (keep) *keep = sampler;
+    return ids;
+}
+
+const std::vector<int32_t> kPrompt = {785, 2840, 315, 279, 1484, 1372, 13};
+
+}  // namespace
+
+TEST_CASE("temperature 0 is transformers' greedy continuation, whatever the other settings") {
+    // Qwen's other defaults stay on (the 1.05 repetition penalty included): at temperature 0
+    // none of them applies.
+    SamplerSettings settings;
+    settings.temperature = 0.0f;
+    std::ifstream cases("tests/fixtures/forward/cases.txt");
+    REQUIRE(cases.good());
+    std::string name;
+    int n_tokens, n_vocab, checked = 0;
+    while (cases >> name >> n_tokens >> n_vocab) {
+        CAPTURE(name);
+        const std::string stem = "tests/fixtures/forward/" + name;
+        CHECK(generate_ids(read_ids(stem + ".ids.txt"), 16, settings) ==
+              read_ids(stem + ".greedy.txt"));
+        checked++;
+    }
+    CHECK(checked >= 3);
+}
+
+TEST_CASE("a seed fixes the sampled tokens; another seed gives others") {
+    SamplerSettings settings;  // Qwen's defaults
+    settings.temperature = 1.5f;  // the tiny model's random weights are nearly flat; spread them
+    settings.top_p = 1.0f;
+    settings.seed = 5;
+    const std::vector<int32_t> first = generate_ids(kPrompt, 32, settings);
+    CHECK(first.size() == 32);
+    CHECK(generate_ids(kPrompt, 32, settings) == first);
+    settings.seed = 6;
+    CHECK(generate_ids(kPrompt, 32, settings) != first);
+}
+
+TEST_CASE("the sampler remembers the prompt and each accepted token, the last N of them") {
+    SamplerSettings settings;
+    settings.repeat_last_n = 10;
+    settings.seed = 1;
+    Sampler sampler;
+    std::vector<int32_t> sequence = kPrompt;
+    for (int32_t id : generate_ids(kPrompt, 6, settings, &sampler)) sequence.push_back(id);
+    CHECK(std::vector<int32_t>(sampler.recent.begin(), sampler.recent.end()) ==
+          std::vector<int32_t>(sequence.end() - 10, sequence.end()));
+}
+
+TEST_CASE("on the GPU, temperature 0 gives the CPU's tokens") {
+    if (!gpu_or_skip()) return;
+    const Model& model = tiny_model();
+    DeviceWeights weights = upload_weights(model.weights);  // F16, as the program runs it
+    DeviceKVCache cache = make_device_kv_cache(model.config, 256);
+    DeviceRunState state;
+    NextTokenFn on_gpu = [&](const std::vector<int32_t>& new_ids, std::vector<float>* logits) {
+        return gpu::next_token(model.config, weights, new_ids, cache, state, logits);
+    };
+    SamplerSettings settings;
+    settings.temperature = 0.0f;
+    std::ifstream cases("tests/fixtures/forward/cases.txt");
+    std::string name;
+    int n_tokens, n_vocab;
+    while (cases >> name >> n_tokens >> n_vocab) {
+        CAPTURE(name);
+        const std::vector<int32_t> prompt = read_ids("tests/fixtures/forward/" + name + ".ids.txt");
+        cache.clear();
+        Sampler sampler = make_sampler(settings);
+        std::vector<int32_t> on_the_gpu;
+        generate(on_gpu, prompt, 24, cache.capacity, sampler, [&](int32_t id) {
+            on_the_gpu.push_back(id);
+            return true;
+        });
+        CHECK(on_the_gpu == generate_ids(prompt, 24, settings));
+    }
+}
