@@ -53,7 +53,7 @@ BUILDABLE      := $(if $(HAVE_NVCC),$(STEPS),$(filter-out $(CUDA_STEPS),$(STEPS)
 QWEN_TOKENIZER_DIR ?= $(abspath ../shared/qwen-tokenizer)
 export QWEN_TOKENIZER_DIR
 
-.PHONY: help test setup setup-torch deps nvcc clean diff bench demo model $(addprefix step,$(STEPS)) $(addprefix test-step,$(STEPS))
+.PHONY: help test setup setup-torch deps nvcc clean diff bench demo model assignment grade $(addprefix step,$(STEPS)) $(addprefix test-step,$(STEPS))
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 16
@@ -96,7 +96,16 @@ $(BUILD)/common/%.o: common/%.cpp | deps
 	$(CXX) $(CXXFLAGS) $(TEST_CXXFLAGS) -Icommon -c $< -o $@
 
 test: $(foreach n,$(BUILDABLE),$(BUILD)/test_step$(n)) ## run every step's checks once; ends with "N passed, N failed"
-	@tools/run_tests.sh --once $(if $(HAVE_NVCC),,--no-nvcc "$(CUDA_STEPS)") tools/check_carried.sh $^
+	@tools/run_tests.sh --once $(if $(HAVE_NVCC),,--no-nvcc "$(CUDA_STEPS)") tools/check_carried.sh \
+	    tools/check_assignments.sh $^
+
+# tools/check_assignments.sh compiles the assignments' stubbed files as this build compiles the
+# real ones and links them with this build's objects.
+test: export ASSIGNMENT_BUILD = $(BUILD)
+test: export ASSIGNMENT_CXX = $(CXX) $(CXXFLAGS)
+test: export ASSIGNMENT_LDFLAGS = $(LDFLAGS)
+test: export ASSIGNMENT_CUDA_LDLIBS = $(CUDA_LDLIBS)
+test: export ASSIGNMENT_NVCC = $(HAVE_NVCC)
 
 deps: # doctest is the one thing the checks need that a fresh machine may lack
 	@test -n "$(DOCTEST_INCLUDE)" || test -f /usr/include/doctest/doctest.h || tools/setup.sh --doctest-only
@@ -120,6 +129,12 @@ bench: ## benchmarks, not tests: tokenizer MB/s next to HF tokenizers, step05 to
 
 demo: step08 ## a short chat with step08: the real model if fetched (make model), else the tiny one
 	@tools/demo.sh
+
+assignment: ## a student tree of step STEP=NN in OUT=DIR, its teachable functions stubbed
+	@python3 tools/make_assignment.py write "$(STEP)" "$(OUT)"
+
+grade: ## in a student tree: build the step's checks, one row per function to write, a score
+	@python3 tools/make_assignment.py grade
 
 model: ## fetch Qwen2.5-Coder-0.5B-Instruct into models/ (SIZE=1.5b: the 1.5B one), sha256-checked
 	@SIZE=$(or $(SIZE),0.5b) tools/fetch_model.sh

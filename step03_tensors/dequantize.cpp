@@ -143,6 +143,7 @@ void dequantize_q8_0(const void* src, float* dst, int64_t n) {
     //   d       f16    2 bytes  offset 0
     //   qs[32]  int8  32 bytes  offset 2
     // value = d * q
+    // BEGIN SOLUTION step03 dequantize_q8_0
     constexpr int kElements = 32, kBytes = 34;
     constexpr int kOffsetD = 0, kOffsetQs = 2;
     const uint8_t* block = static_cast<const uint8_t*>(src);
@@ -151,6 +152,7 @@ void dequantize_q8_0(const void* src, float* dst, int64_t n) {
         const int8_t* qs = reinterpret_cast<const int8_t*>(block + kOffsetQs);
         for (int j = 0; j < 32; j++) dst[j] = d * float(qs[j]);
     }
+    // END SOLUTION
 }
 
 // The K-quants: "super-blocks" of 256 elements split into 16 or 8 sub-blocks, each with its
@@ -239,6 +241,7 @@ void dequantize_q4_k(const void* src, float* dst, int64_t n) {
     // Elements 64c + l (l < 32) are the low nibbles of qs[32c + l], sub-block 2c;
     // elements 64c + 32 + l are the high nibbles, sub-block 2c + 1.
     // value = d * scale * q - dmin * min
+    // BEGIN SOLUTION step03 dequantize_q4_k
     constexpr int kElements = 256, kBytes = 144;
     constexpr int kOffsetD = 0, kOffsetDmin = 2, kOffsetScales = 4, kOffsetQs = 16;
     const uint8_t* block = static_cast<const uint8_t*>(src);
@@ -259,6 +262,7 @@ void dequantize_q4_k(const void* src, float* dst, int64_t n) {
             }
         }
     }
+    // END SOLUTION
 }
 
 void dequantize_q5_k(const void* src, float* dst, int64_t n) {
@@ -307,6 +311,7 @@ void dequantize_q6_k(const void* src, float* dst, int64_t n) {
     //   element l + 64 = ql[l]    high nibble | qh[l] bits 4-5 << 4
     //   element l + 96 = ql[l+32] high nibble | qh[l] bits 6-7 << 4
     // value = d * scale * (q - 32), scale = scales[element / 16]
+    // BEGIN SOLUTION step03 dequantize_q6_k
     constexpr int kElements = 256, kBytes = 210;
     constexpr int kOffsetQl = 0, kOffsetQh = 128, kOffsetScales = 192, kOffsetD = 208;
     const uint8_t* block = static_cast<const uint8_t*>(src);
@@ -333,6 +338,7 @@ void dequantize_q6_k(const void* src, float* dst, int64_t n) {
             }
         }
     }
+    // END SOLUTION
 }
 
 void dequantize_iq4_nl(const void* src, float* dst, int64_t n) {

@@ -69,6 +69,7 @@ size_t run_end(const std::vector<Char>& chars, size_t i, CharClass cls) {
 
 // The length in characters of the piece that starts at `i` (at least 1).
 size_t match_piece(const std::vector<Char>& chars, size_t i) {
+    // BEGIN SOLUTION step04 match_piece
     const size_t n = chars.size();
     const CharClass cls = chars[i].cls;
     const bool next_exists = i + 1 < n;
@@ -109,6 +110,7 @@ size_t match_piece(const std::vector<Char>& chars, size_t i) {
 
     // 7. \s+: a single whitespace character before a non-space.
     return 1;
+    // END SOLUTION
 }
 
 }  // namespace

@@ -77,6 +77,7 @@ const BytePairEncoder::Merge* BytePairEncoder::find_merge(int32_t left, int32_t 
 // since they were pushed. Each merge costs O(log n): a piece of n bytes takes O(n log n), where
 // rescanning all pairs after each merge would take O(n^2).
 void BytePairEncoder::encode(std::string_view piece, std::vector<int32_t>& ids) const {
+    // BEGIN SOLUTION step04 bpe_encode
     if (piece.size() == 1) {  // most common piece of all: a lone byte has nothing to merge
         ids.push_back(byte_tokens_[uint8_t(piece[0])]);
         return;
@@ -130,4 +131,5 @@ void BytePairEncoder::encode(std::string_view piece, std::vector<int32_t>& ids) 
         push_pair(top.left);
     }
     for (int32_t i = 0; i >= 0; i = symbols[i].next) ids.push_back(symbols[i].id);
+    // END SOLUTION
 }

@@ -27,6 +27,7 @@ void embedding(float* out, const void* table, uint32_t table_type, const int32_t
 }
 
 void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int dim, float eps) {
+    // BEGIN SOLUTION step05 rmsnorm
     for (int t = 0; t < n_tokens; t++) {
         const float* row = x + int64_t(t) * dim;
         float* result = out + int64_t(t) * dim;
@@ -35,10 +36,12 @@ void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int 
         float inv_rms = float(1.0 / std::sqrt(sum_of_squares / dim + eps));
         for (int i = 0; i < dim; i++) result[i] = row[i] * inv_rms * weight[i];
     }
+    // END SOLUTION
 }
 
 void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens,
             int in_dim, int out_dim) {
+    // BEGIN SOLUTION step05 matmul
     const uint8_t* rows = static_cast<const uint8_t*>(w);
     uint64_t row_bytes = ggml_row_bytes(w_type, uint64_t(in_dim));
 #pragma omp parallel
@@ -51,6 +54,7 @@ void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_to
                 out[int64_t(t) * out_dim + o] = dot(w_row.data(), x + int64_t(t) * in_dim, in_dim);
         }
     }
+    // END SOLUTION
 }
 
 void add_bias(float* x, const float* bias, int n_tokens, int dim) {
@@ -59,6 +63,7 @@ void add_bias(float* x, const float* bias, int n_tokens, int dim) {
 }
 
 void rope(float* x, int n_tokens, int n_heads, int head_dim, int first_position, float base) {
+    // BEGIN SOLUTION step05 rope
     int half = head_dim / 2;
     for (int t = 0; t < n_tokens; t++) {
         double position = double(first_position) + t;
@@ -77,6 +82,7 @@ void rope(float* x, int n_tokens, int n_heads, int head_dim, int first_position,
             }
         }
     }
+    // END SOLUTION
 }
 
 void softmax(float* x, int n) {
@@ -93,6 +99,7 @@ void softmax(float* x, int n) {
 
 void attention(float* out, const float* q, const float* k, const float* v, int n_tokens,
                int n_heads, int n_kv_heads, int head_dim) {
+    // BEGIN SOLUTION step05 attention
     int q_dim = n_heads * head_dim;
     int kv_dim = n_kv_heads * head_dim;
     int heads_per_kv = n_heads / n_kv_heads;  // query heads that share one key/value head
@@ -119,13 +126,16 @@ void attention(float* out, const float* q, const float* k, const float* v, int n
             }
         }
     }
+    // END SOLUTION
 }
 
 void swiglu(float* out, const float* gate, const float* up, int64_t n) {
+    // BEGIN SOLUTION step05 swiglu
     for (int64_t i = 0; i < n; i++) {
         float g = gate[i];
         out[i] = g / (1.0f + std::exp(-g)) * up[i];
     }
+    // END SOLUTION
 }
 
 void residual_add(float* x, const float* delta, int64_t n) {

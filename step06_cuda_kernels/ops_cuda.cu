@@ -73,6 +73,7 @@ void embedding(float* out, const void* table, uint32_t table_type, const int32_t
 
 __global__ void rmsnorm_kernel(float* out, const float* x, const float* weight, int n_tokens,
                                int dim, float eps) {
+    // BEGIN SOLUTION step06 rmsnorm_kernel
     int64_t t = thread_index();
     if (t >= n_tokens) return;
     const float* row = x + t * dim;
@@ -81,6 +82,7 @@ __global__ void rmsnorm_kernel(float* out, const float* x, const float* weight, 
     for (int i = 0; i < dim; i++) sum_of_squares += double(row[i]) * row[i];
     float inv_rms = float(1.0 / sqrt(sum_of_squares / dim + eps));
     for (int i = 0; i < dim; i++) result[i] = row[i] * inv_rms * weight[i];
+    // END SOLUTION
 }
 
 void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int dim, float eps) {
@@ -99,6 +101,7 @@ void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int 
 template <typename Weight>
 __global__ void matmul_kernel(float* out, const float* x, const Weight* w, int n_tokens, int in_dim,
                               int out_dim) {
+    // BEGIN SOLUTION step06 matmul_kernel
     int64_t index = thread_index();
     if (index >= int64_t(n_tokens) * out_dim) return;
     int64_t t = index / out_dim;
@@ -108,6 +111,7 @@ __global__ void matmul_kernel(float* out, const float* x, const Weight* w, int n
     float sum = 0.0f;
     for (int i = 0; i < in_dim; i++) sum += x_row[i] * to_float(w_row[i]);
     out[index] = sum;
+    // END SOLUTION
 }
 
 void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens, int in_dim,
@@ -156,6 +160,7 @@ void add_bias(float* x, const float* bias, int n_tokens, int dim) {
 
 __global__ void rope_kernel(float* x, int n_tokens, int n_heads, int head_dim, int first_position,
                             float base) {
+    // BEGIN SOLUTION step06 rope_kernel
     int half = head_dim / 2;
     int64_t index = thread_index();
     if (index >= int64_t(n_tokens) * n_heads * half) return;
@@ -171,6 +176,7 @@ __global__ void rope_kernel(float* x, int n_tokens, int n_heads, int head_dim, i
     float second = head[i + half];
     head[i] = first * c - second * s;
     head[i + half] = second * c + first * s;
+    // END SOLUTION
 }
 
 void rope(float* x, int n_tokens, int n_heads, int head_dim, int first_position, float base) {
@@ -196,6 +202,7 @@ __device__ float dot(const float* a, const float* b, int n) {
 
 __global__ void attention_kernel(float* out, const float* q, const float* k, const float* v,
                                  int n_tokens, int n_heads, int n_kv_heads, int head_dim) {
+    // BEGIN SOLUTION step06 attention_kernel
     int64_t index = thread_index();
     if (index >= int64_t(n_tokens) * n_heads) return;
     int64_t t = index / n_heads;
@@ -223,6 +230,7 @@ __global__ void attention_kernel(float* out, const float* q, const float* k, con
         const float* value = values + j * kv_dim;
         for (int d = 0; d < head_dim; d++) result[d] += weight * value[d];
     }
+    // END SOLUTION
 }
 
 void attention(float* out, const float* q, const float* k, const float* v, int n_tokens,
@@ -237,10 +245,12 @@ void attention(float* out, const float* q, const float* k, const float* v, int n
 // ---- swiglu and residual_add: one thread per element ----
 
 __global__ void swiglu_kernel(float* out, const float* gate, const float* up, int64_t n) {
+    // BEGIN SOLUTION step06 swiglu_kernel
     int64_t i = thread_index();
     if (i >= n) return;
     float g = gate[i];
     out[i] = g / (1.0f + expf(-g)) * up[i];
+    // END SOLUTION
 }
 
 void swiglu(float* out, const float* gate, const float* up, int64_t n) {

@@ -55,8 +55,10 @@ void forward(const ModelConfig& config, const Weights& weights, const std::vecto
         rmsnorm(s.h.data(), s.x.data(), layer.attn_norm.data(), n, d, config.rms_eps);
         // The new positions' keys and values are computed straight into their rows of the
         // cache, after the rows of earlier passes; attention then reads all of them.
+        // BEGIN SOLUTION step07 forward_cache_rows
         float* k = cache.keys(l) + int64_t(first_position) * kv_dim;    // (n, kv_dim)
         float* v = cache.values(l) + int64_t(first_position) * kv_dim;  // (n, kv_dim)
+        // END SOLUTION
         linear(s.q.data(), s.h.data(), layer.attn_q, n);
         linear(k, s.h.data(), layer.attn_k, n);
         linear(v, s.h.data(), layer.attn_v, n);

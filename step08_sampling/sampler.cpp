@@ -22,6 +22,7 @@ void remember_token(Sampler& sampler, int32_t id) {
 
 void apply_repetition_penalty(std::vector<float>& logits, const std::deque<int32_t>& recent,
                               float penalty) {
+    // BEGIN SOLUTION step08 apply_repetition_penalty
     if (penalty == 1.0f) return;
     // Each distinct token once, however often it occurs: the penalty says "seen", not "how often".
     std::vector<int32_t> seen(recent.begin(), recent.end());
@@ -34,10 +35,12 @@ void apply_repetition_penalty(std::vector<float>& logits, const std::deque<int32
         float& logit = logits[id];
         logit = logit > 0.0f ? logit / penalty : logit * penalty;
     }
+    // END SOLUTION
 }
 
 std::vector<Candidate> sorted_candidates(const std::vector<float>& logits, float temperature,
                                          int top_k) {
+    // BEGIN SOLUTION step08 sorted_candidates
     std::vector<Candidate> candidates(logits.size());
     for (size_t id = 0; id < logits.size(); id++)
         candidates[id] = {int32_t(id), logits[id] / temperature, 0.0};
@@ -53,6 +56,7 @@ std::vector<Candidate> sorted_candidates(const std::vector<float>& logits, float
         std::sort(candidates.begin(), candidates.end(), more_likely);
     }
     return candidates;
+    // END SOLUTION
 }
 
 void compute_probabilities(std::vector<Candidate>& candidates) {
@@ -68,24 +72,29 @@ void compute_probabilities(std::vector<Candidate>& candidates) {
 }
 
 void keep_top_p(std::vector<Candidate>& candidates, float top_p) {
+    // BEGIN SOLUTION step08 keep_top_p
     if (top_p >= 1.0f) return;  // a sum that rounds to just under 1 must not drop the tail
     double mass = 0.0;
     size_t kept = 0;
     while (kept < candidates.size() && mass < top_p) mass += candidates[kept++].probability;
     candidates.resize(std::max<size_t>(kept, 1));
+    // END SOLUTION
 }
 
 void keep_min_p(std::vector<Candidate>& candidates, float min_p) {
+    // BEGIN SOLUTION step08 keep_min_p
     if (min_p <= 0.0f) return;
     const double threshold = min_p * candidates.front().probability;
     size_t kept = 1;
     while (kept < candidates.size() && candidates[kept].probability >= threshold) kept++;
     candidates.resize(kept);
+    // END SOLUTION
 }
 
 int32_t draw(const std::vector<Candidate>& candidates, double uniform) {
     // The filters leave probabilities that sum to less than 1; scaling the target instead of
     // renormalizing every candidate gives the same choice.
+    // BEGIN SOLUTION step08 draw
     double total = 0.0;
     for (const Candidate& candidate : candidates) total += candidate.probability;
     const double target = uniform * total;
@@ -95,6 +104,7 @@ int32_t draw(const std::vector<Candidate>& candidates, double uniform) {
         if (target < cumulative) return candidate.id;
     }
     return candidates.back().id;  // only when rounding leaves target at the very top
+    // END SOLUTION
 }
 
 double uniform_unit(std::mt19937_64& generator) {

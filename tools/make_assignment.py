@@ -1,0 +1,445 @@
+#!/usr/bin/env python3
+"""Classroom assignments: a step handed out with its teachable functions emptied, and graded.
+
+The sources mark each teachable region with one pair of comments:
+    // BEGIN SOLUTION step05 rmsnorm
+    ...the lines the students write...
+    // END SOLUTION
+An assignment for step NN replaces every region tagged stepNN with a stub that compiles without
+warnings and fails clearly when called; the regions of earlier steps stay solved.
+
+    tools/make_assignment.py write NN DIR    the student tree (what `make assignment` runs)
+    tools/make_assignment.py grade           in a student tree: one row per stub and a score
+    tools/make_assignment.py stub NN FILE    FILE with step NN's regions stubbed, to stdout
+    tools/make_assignment.py checks NN       step NN's regions, one a line: file, name, the
+                                             doctest filter of the checks that cover it
+Standard library only, so a student machine needs nothing but python3.
+"""
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BEGIN = re.compile(r"^(\s*)// BEGIN SOLUTION (step\d\d) (\w+)$")
+END = re.compile(r"^\s*// END SOLUTION$")
+MAX_COLUMNS = 100
+
+
+class Region:
+    """One stubbed function (or part of one): what to write and the checks that cover it."""
+
+    def __init__(self, todo, checks, helpers=(), placeholders=()):
+        self.todo = todo          # what the student implements, for the TODO comment
+        self.checks = checks      # doctest test case names that fail until it is written
+        self.helpers = helpers    # functions only this region calls: the stub names them
+        self.placeholders = placeholders  # declarations the code after a partial region needs
+
+
+# Every region of every step. The names are the markers'; the checks are whole test case names
+# (make test-stepNN runs them with the rest; grading runs each region's alone).
+REGIONS = {
+    "03": {
+        "dequantize_q8_0": Region(
+            "decode each 34-byte block_q8_0 (layout above): value = d * q",
+            ["every supported type dequantizes exactly as gguf-py does"]),
+        "dequantize_q4_k": Region(
+            "decode each 144-byte block_q4_K (layout above); unpack_k_scale_min reads the "
+            "six-bit scales and mins",
+            ["every supported type dequantizes exactly as gguf-py does"]),
+        "dequantize_q6_k": Region(
+            "decode each 210-byte block_q6_K (layout above): four low bits from ql, two high "
+            "bits from qh, a signed scale per 16 elements",
+            ["every supported type dequantizes exactly as gguf-py does"]),
+    },
+    "04": {
+        "bpe_encode": Region(
+            "the BPE merge loop: start from one token per byte (byte_tokens_), merge the "
+            "lowest-ranked adjacent pair (find_merge), leftmost first, until none is left; "
+            "append the ids",
+            ["lowest rank merges first, whatever the position",
+             "equal ranks: the leftmost pair merges first",
+             "merges build on merges, and a repeated pair keeps its first rank",
+             "a long piece merges in O(n log n)"]),
+        "match_piece": Region(
+            "the pre-tokenizer's core: the length of the piece starting at chars[i], trying the "
+            "split regex's alternatives in order (match_contraction, run_end and "
+            "is_space_class help)",
+            ["pre-tokenizer pieces equal HF's split of every corpus text",
+             "Unicode classes follow the regex engine, not str.isspace()",
+             "invalid UTF-8 splits as if each bad sequence were U+FFFD, bytes kept",
+             "pieces always cover the text exactly, even for random bytes"],
+            helpers=("match_contraction", "run_end", "is_space_class")),
+    },
+    "05": {
+        "rmsnorm": Region(
+            "each row divided by the root of its mean square (plus eps), times weight",
+            ["rmsnorm of 1..n divides by sqrt((n+1)(2n+1)/6 + eps)",
+             "rmsnorm keeps an all-zero row at zero thanks to eps"]),
+        "matmul": Region(
+            "out[t][o] = dot(x[t], row o of W), dequantizing one row of W at a time",
+            ["matmul of an F16 matrix with awkward sizes is exact on small integers",
+             "matmul dequantizes hand-made Q8_0 rows",
+             "matmul dequantizes a hand-made Q4_K row"],
+            helpers=("dot",)),
+        "rope": Region(
+            "rotate element i with element i + head_dim/2 of every head by "
+            "position * base^(-2i/head_dim)",
+            ["rope rotates element i with element i + head_dim/2 by pos * base^(-2i/d)",
+             "rope at position 0 changes nothing and later positions rotate pairs, keeping "
+             "length"]),
+        "attention": Region(
+            "causal grouped-query attention: scores scaled by 1/sqrt(head_dim), softmax over "
+            "positions 0..t, the weighted sum of the values",
+            ["attention maps query heads onto their shared key/value head",
+             "attention is causal: token t averages only positions 0..t when scores are equal",
+             "attention scales scores by 1/sqrt(head_dim)"],
+            helpers=("dot",)),
+        "swiglu": Region(
+            "out = silu(gate) * up, element by element",
+            ["swiglu is silu(gate) * up"]),
+    },
+    "06": {
+        "rmsnorm_kernel": Region(
+            "one thread per token: rmsnorm's loop body (ops_cpu.cpp) for row thread_index()",
+            ["gpu::rmsnorm equals rmsnorm"]),
+        "matmul_kernel": Region(
+            "one thread per output element out[t][o]: the dot product of x[t] and row o of w",
+            ["gpu::matmul equals matmul for F32, F16 and BF16 weights"]),
+        "rope_kernel": Region(
+            "one thread per rotated pair (token, head, i < head_dim/2), the angle in double",
+            ["gpu::rope equals rope, also at positions past 30000"]),
+        "attention_kernel": Region(
+            "one thread per (query token, query head): max, sum of exp, then the weighted "
+            "values, recomputing the dot products instead of storing the scores",
+            ["gpu::attention equals attention: causal mask, softmax, grouped-query heads"]),
+        "swiglu_kernel": Region(
+            "one thread per element: silu(gate) * up",
+            ["gpu::swiglu equals swiglu, also in place"]),
+    },
+    "07": {
+        "forward_cache_rows": Region(
+            "point k and v at the rows of layer l's cache where this pass's positions go",
+            ["prefill in one pass, in chunks, and token by token give the same logits",
+             "greedy decoding on the cache sees the logits of recomputing the whole sequence"],
+            placeholders=("float* k = nullptr;  // (n, kv_dim)",
+                          "float* v = nullptr;  // (n, kv_dim)")),
+        "attention": Region(
+            "attention over the cache: the queries sit at first_position.., the keys and values "
+            "of positions 0..first_position + n_tokens - 1 are in k and v",
+            ["new queries over cached keys equal the same rows of one causal pass",
+             "attention maps query heads onto their shared key/value head",
+             "attention is causal: token t averages only positions 0..t when scores are equal",
+             "attention scales scores by 1/sqrt(head_dim)"]),
+        "gpu_forward_cache_rows": Region(
+            "point k and v at the rows of layer l's device cache where this pass's positions go",
+            ["GPU: prefill in one pass, in chunks, and token by token give the same logits",
+             "GPU: cached greedy decoding sees the logits of recomputing, and the CPU's tokens"],
+            placeholders=("float* k = nullptr;  // (n, kv_dim)",
+                          "float* v = nullptr;  // (n, kv_dim)")),
+        "attention_kernel": Region(
+            "attention_kernel over the cache: query t sits at first_position + t and sees the "
+            "keys up to there",
+            ["gpu::attention equals attention: causal mask, softmax, grouped-query heads, cache"]),
+    },
+    "08": {
+        "apply_repetition_penalty": Region(
+            "each distinct recent token once: a positive logit divided by penalty, a negative "
+            "one multiplied",
+            ["repetition penalty: positive logits divided, negative multiplied, each token once",
+             "the penalty looks only at the last repeat_last_n tokens"]),
+        "sorted_candidates": Region(
+            "the logits divided by temperature, most likely first (ties by id), the top_k kept",
+            ["temperature divides the logits; candidates come most likely first, ties by id",
+             "top-k keeps the k largest logits"]),
+        "keep_top_p": Region(
+            "keep the smallest most-likely-first prefix whose probability reaches top_p",
+            ["top-p keeps the smallest most-likely-first set with probability >= p"]),
+        "keep_min_p": Region(
+            "keep the candidates at least min_p times as likely as the first",
+            ["min-p keeps the tokens at least min_p times as likely as the best"]),
+        "draw": Region(
+            "walk the cumulative probabilities to where uniform (scaled by their total) falls",
+            ["draw walks the cumulative probabilities of what the filters left"]),
+    },
+}
+
+
+def step_dir(root, number):
+    found = sorted(root.glob(f"step{number}_*"))
+    if len(found) != 1:
+        sys.exit(f"error: no single step{number}_* directory in {root}")
+    return found[0]
+
+
+def doctest_filter(checks):
+    """A -tc value matching exactly these test cases: a comma in a name would split the list,
+    so it becomes '?', doctest's one-character wildcard."""
+    return ",".join(name.replace(",", "?") for name in checks)
+
+
+def find_regions(lines):
+    """(begin index, end index, indent, step, name) of each marked region."""
+    regions, open_region = [], None
+    for index, line in enumerate(lines):
+        begin = BEGIN.match(line)
+        if begin:
+            if open_region:
+                sys.exit(f"error: line {index + 1}: a region opens inside another")
+            open_region = (index, begin.group(1), begin.group(2), begin.group(3))
+        elif END.match(line):
+            if not open_region:
+                sys.exit(f"error: line {index + 1}: END SOLUTION without a BEGIN")
+            start, indent, step, name = open_region
+            regions.append((start, index, indent, step, name))
+            open_region = None
+    if open_region:
+        sys.exit(f"error: line {open_region[0] + 1}: BEGIN SOLUTION without an END")
+    return regions
+
+
+def enclosing_header(lines, begin):
+    """The declaration of the function holding line `begin`, from its first line to the '{'."""
+    first = begin - 1
+    while first > 0 and not (lines[first][:1].isalpha() or lines[first][:1] == "_"):
+        first -= 1  # its body and '#pragma' lines start with a space or '#'
+    while first > 0 and lines[first - 1].startswith("template"):
+        first -= 1
+    header = " ".join(line.strip() for line in lines[first:begin]
+                      if not line.strip().startswith("//"))
+    return header[:header.rfind("{")]
+
+
+def parameter_names(header):
+    """The parameter names in `type name, type name = default` lists."""
+    opening = header.index("(")
+    depth, closing = 0, opening
+    for closing in range(opening, len(header)):
+        depth += {"(": 1, ")": -1}.get(header[closing], 0)
+        if depth == 0:
+            break
+    names, depth, current = [], 0, ""
+    for char in header[opening + 1:closing] + ",":
+        if char == "," and depth == 0:
+            declaration = current.split("=")[0].strip()
+            if declaration and declaration != "void":
+                names.append(re.search(r"(\w+)\s*(\[[^\]]*\])?$", declaration).group(1))
+            current = ""
+            continue
+        depth += {"<": 1, "(": 1, ">": -1, ")": -1}.get(char, 0)
+        current += char
+    return names
+
+
+def comment_lines(indent, text):
+    return textwrap.wrap(text, MAX_COLUMNS, initial_indent=indent + "// ",
+                         subsequent_indent=indent + "//   ", break_on_hyphens=False)
+
+
+def string_lines(indent, call, message, end):
+    """`call"message"end`, the literal split in two where the line would pass 100 columns."""
+    line = f'{indent}{call}"{message}"{end}'
+    if len(line) <= MAX_COLUMNS:
+        return [line]
+    cut = message.rindex("; ") + 2
+    return [f'{indent}{call}"{message[:cut]}"',
+            f'{indent}{" " * len(call)}"{message[cut:]}"{end}']
+
+
+def stub_lines(lines, begin, indent, number, name, region):
+    """What replaces a region: the TODO, the names the empty body would leave unused, the
+    placeholders, and a call that fails naming the function (a message, in a kernel)."""
+    header = enclosing_header(lines, begin)
+    checks = ", ".join(f'"{check}"' for check in region.checks)
+    stub = comment_lines(indent, f"TODO(step{number} assignment): {region.todo}.")
+    stub += comment_lines(indent, f"make test-step{number} checks it: {checks}.")
+    unused = parameter_names(header) if len(indent) == 4 else []  # a whole body
+    unused += region.helpers
+    if unused:
+        stub += textwrap.wrap(" ".join(f"(void){n};" for n in unused), MAX_COLUMNS,
+                              initial_indent=indent, subsequent_indent=indent)
+    stub += [indent + placeholder for placeholder in region.placeholders]
+    message = f"{name}: not implemented yet (step{number} assignment; " \
+              f"make test-step{number} checks it)"
+    if "__global__" in header:  # a kernel cannot throw: one thread of the launch says so
+        stub.append(f"{indent}if (blockIdx.x == 0 && threadIdx.x == 0)")
+        stub += string_lines(indent + "    ", "printf(", message + "\\n", ");")
+    else:
+        stub += string_lines(indent, "fail(", message, ");")
+    return stub
+
+
+def with_error_h(lines):
+    """Adds #include "error.h" (for fail()) where the quoted includes keep their order."""
+    includes = [i for i, line in enumerate(lines) if line.startswith('#include "')]
+    if any(lines[i] == '#include "error.h"' for i in includes):
+        return lines
+    later = [i for i in includes[1:] if lines[i] > '#include "error.h"']
+    at = later[0] if later else includes[-1] + 1
+    return lines[:at] + ['#include "error.h"'] + lines[at:]
+
+
+def stubbed_text(path, number):
+    """The file's text with step `number`'s regions stubbed; None when it has none."""
+    lines = path.read_text().split("\n")
+    regions = [r for r in find_regions(lines) if r[3] == f"step{number}"]
+    if not regions:
+        return None
+    table = REGIONS.get(number, {})
+    for begin, end, indent, _, name in reversed(regions):
+        if name not in table:
+            sys.exit(f"error: {path}: region '{name}' is not in tools/make_assignment.py's table")
+        lines[begin:end + 1] = stub_lines(lines, begin, indent, number, name, table[name])
+    if path.suffix == ".cpp":
+        lines = with_error_h(lines)
+    return "\n".join(lines)
+
+
+def regions_of_step(directory, number):
+    """{name: file} for the step's regions, checked against the table both ways."""
+    found = {}
+    for path in sorted(directory.iterdir()):
+        if path.suffix in (".cpp", ".cu") and not path.name.startswith("test_"):
+            for _, _, _, step, name in find_regions(path.read_text().split("\n")):
+                if step == f"step{number}":
+                    found[name] = path.name
+    missing = set(REGIONS.get(number, {})) - set(found)
+    if missing:
+        sys.exit(f"error: {directory} lacks the marked regions {', '.join(sorted(missing))}")
+    unknown = set(found) - set(REGIONS.get(number, {}))
+    if unknown:
+        sys.exit(f"error: regions {', '.join(sorted(unknown))} of {directory} are not in "
+                 "tools/make_assignment.py's table")
+    return found
+
+
+def write_tree(number, out):
+    source = step_dir(ROOT, number)
+    if out.exists() and any(out.iterdir()):
+        sys.exit(f"error: {out} is not empty")
+    regions = regions_of_step(source, number)
+    if not regions:
+        sys.exit(f"error: step{number} has no marked regions to hand out")
+    (out / "tools").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(ROOT / "Makefile", out)
+    shutil.copytree(ROOT / "common", out / "common")
+    # What `make stepNN`, `make test-stepNN`, `make test` and `make grade` run.
+    for tool in ("run_tests.sh", "unchanged_checks.py", "check_carried.sh", "setup.sh",
+                 "check_assignments.sh", "make_assignment.py"):
+        shutil.copy2(ROOT / "tools" / tool, out / "tools")
+    target = out / source.name
+    target.mkdir()
+    for path in sorted(source.iterdir()):
+        text = stubbed_text(path, number) if path.suffix in (".cpp", ".cu") else None
+        if text is None:
+            shutil.copy2(path, target)
+        else:
+            (target / path.name).write_text(text)
+    # The fixture folders the step's checks name, and the tiny model.
+    check_sources = " ".join(p.read_text() for p in source.glob("test_*"))
+    for folder in sorted((ROOT / "tests" / "fixtures").iterdir()):
+        if f"tests/fixtures/{folder.name}/" in check_sources:
+            shutil.copytree(folder, out / "tests" / "fixtures" / folder.name)
+    (out / "models").mkdir()
+    for model_file in ("tiny-qwen2.gguf", "tiny-qwen2.tokenizer.json"):
+        shutil.copy2(ROOT / "models" / model_file, out / "models")
+    write_readme(out, number, source.name, regions)
+    print(f"wrote the step{number} assignment to {out}: {len(regions)} functions to write")
+    for name, file in regions.items():
+        print(f"  {source.name}/{file}: {name}")
+
+
+def write_readme(out, number, directory, regions):
+    rows = "\n".join(f"| `{directory}/{file}` | `{name}` | {REGIONS[number][name].todo} |"
+                     for name, file in regions.items())
+    (out / "ASSIGNMENT.md").write_text(f"""# Assignment: step {number}
+
+Write the functions below: each is a stub that fails, saying it is not implemented yet, and
+has a TODO comment with what to write and the checks that cover it.
+
+| file | function | what to write |
+|---|---|---|
+{rows}
+
+```
+make step{number}         # build the program
+make test-step{number}    # every check of the step; they pass when the stubs are filled in
+make grade          # one row per function: pass or fail, and the score
+```
+""")
+
+
+def summary_counts(output):
+    """(passed, failed, skipped) from a test binary's summary line, or None without one."""
+    found = re.findall(r"^\w+: (\d+) passed, (\d+) failed, (\d+) skipped$", output, re.M)
+    return tuple(int(n) for n in found[-1]) if found else None
+
+
+def run_checks(binary, checks, timeout=600):
+    """Runs the named test cases; (verdict, detail)."""
+    try:
+        result = subprocess.run([str(binary), "-tc=" + doctest_filter(checks)], cwd=ROOT,
+                                capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "FAIL", f"still running after {timeout} s"
+    counts = summary_counts(result.stdout)
+    if counts is None:
+        return "FAIL", f"the checks stopped (exit status {result.returncode})"
+    passed, failed, skipped = counts
+    if failed or passed + skipped < len(checks):
+        return "FAIL", f"{failed} of {len(checks)} checks failed"
+    if skipped:
+        reason = re.search(r'^SKIPPED "[^"]*": (.*)$', result.stdout, re.M)
+        return "skipped", reason.group(1) if reason else "skipped"
+    return "pass", f"{passed} checks"
+
+
+def grade():
+    """Builds the student's checks and runs each stub's own ones: the table and the score."""
+    directories = sorted(ROOT.glob("step[0-9][0-9]_*"))
+    if len(directories) != 1 or not (ROOT / "ASSIGNMENT.md").exists():
+        sys.exit("error: `make grade` runs in a student tree (make assignment STEP=NN OUT=DIR)")
+    number = directories[0].name[4:6]
+    binary = ROOT / "build" / "release" / f"test_step{number}"
+    build = subprocess.run(["make", "--no-print-directory", str(binary.relative_to(ROOT))],
+                           cwd=ROOT, capture_output=True, text=True)
+    rows = []
+    for name, region in REGIONS[number].items():
+        if build.returncode != 0:
+            rows.append((name, "FAIL", "the step does not build (make step" + number + ")"))
+        else:
+            rows.append((name, *run_checks(binary, region.checks)))
+    width = max(len(name) for name, _, _ in rows)
+    print(f"step {number} assignment\n")
+    print(f"{'function':<{width}}  result   checks")
+    for name, verdict, detail in rows:
+        print(f"{name:<{width}}  {verdict:<7}  {detail}")
+    passed = sum(verdict == "pass" for _, verdict, _ in rows)
+    skipped = sum(verdict == "skipped" for _, verdict, _ in rows)
+    note = f" ({skipped} could not run here)" if skipped else ""
+    print(f"\nscore: {passed}/{len(rows)}{note}")
+    if build.returncode != 0:
+        print("\n" + build.stdout[-3000:] + build.stderr[-3000:])
+
+
+def main():
+    command = sys.argv[1] if len(sys.argv) > 1 else ""
+    if command == "write" and len(sys.argv) == 4 and all(sys.argv[2:]):
+        write_tree(sys.argv[2].zfill(2), Path(sys.argv[3]).resolve())
+    elif command == "grade":
+        grade()
+    elif command == "stub" and len(sys.argv) == 4:
+        text = stubbed_text(Path(sys.argv[3]), sys.argv[2].zfill(2))
+        sys.stdout.write(text if text is not None else Path(sys.argv[3]).read_text())
+    elif command == "checks" and len(sys.argv) == 3:
+        number = sys.argv[2].zfill(2)
+        for name, file in regions_of_step(step_dir(ROOT, number), number).items():
+            print(file, name, doctest_filter(REGIONS[number][name].checks), sep="\t")
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
