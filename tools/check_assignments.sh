@@ -15,10 +15,6 @@ build=${ASSIGNMENT_BUILD:-build/release}
 cxx=${ASSIGNMENT_CXX:-g++ -O2 -g -std=c++17 -Wall -Wextra -fopenmp}
 nvcc=${ASSIGNMENT_NVCC-$(command -v nvcc)}
 passed=0 failed=0 skipped=0
-if [ -f ASSIGNMENT.md ]; then  # a student tree has no solutions to check: make grade grades it
-    echo "assignments: 0 passed, 0 failed, 0 skipped"
-    exit 0
-fi
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 

@@ -23,6 +23,7 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+FIRST_TENSOR_STEP = "step03_tensors"  # test_gguf_tensors.cpp expects it in the current folder
 BEGIN = re.compile(r"^(\s*)// BEGIN SOLUTION (step\d\d) (\w+)$")
 END = re.compile(r"^\s*// END SOLUTION$")
 MAX_COLUMNS = 100
@@ -263,9 +264,12 @@ def stub_lines(lines, begin, indent, number, name, region):
     stub += [indent + placeholder for placeholder in region.placeholders]
     message = f"{name}: not implemented yet (step{number} assignment; " \
               f"make test-step{number} checks it)"
-    if "__global__" in header:  # a kernel cannot throw: one thread of the launch says so
-        stub.append(f"{indent}if (blockIdx.x == 0 && threadIdx.x == 0)")
+    if "__global__" in header:  # a kernel cannot throw: its first thread says so, once a run
+        stub.append(f"{indent}static bool said = false;")
+        stub.append(f"{indent}if (!said && blockIdx.x == 0 && threadIdx.x == 0) {{")
+        stub.append(f"{indent}    said = true;")
         stub += string_lines(indent + "    ", "printf(", message + "\\n", ");")
+        stub.append(f"{indent}}}")
     else:
         stub += string_lines(indent, "fail(", message, ");")
     return stub
@@ -325,9 +329,9 @@ def write_tree(number, out):
     (out / "tools").mkdir(parents=True, exist_ok=True)
     shutil.copy2(ROOT / "Makefile", out)
     shutil.copytree(ROOT / "common", out / "common")
-    # What `make stepNN`, `make test-stepNN`, `make test` and `make grade` run.
-    for tool in ("run_tests.sh", "unchanged_checks.py", "check_carried.sh", "setup.sh",
-                 "check_assignments.sh", "make_assignment.py"):
+    # What `make stepNN`, `make test-stepNN` and `make grade` run (`make test` checks the
+    # whole repository: it does not run in a student tree).
+    for tool in ("run_tests.sh", "setup.sh", "make_assignment.py"):
         shutil.copy2(ROOT / "tools" / tool, out / "tools")
     target = out / source.name
     target.mkdir()
@@ -342,6 +346,8 @@ def write_tree(number, out):
     for folder in sorted((ROOT / "tests" / "fixtures").iterdir()):
         if f"tests/fixtures/{folder.name}/" in check_sources:
             shutil.copytree(folder, out / "tests" / "fixtures" / folder.name)
+    if source.name != FIRST_TENSOR_STEP:
+        write_stand_in(out / FIRST_TENSOR_STEP)
     (out / "models").mkdir()
     for model_file in ("tiny-qwen2.gguf", "tiny-qwen2.tokenizer.json"):
         shutil.copy2(ROOT / "models" / model_file, out / "models")
@@ -349,6 +355,14 @@ def write_tree(number, out):
     print(f"wrote the step{number} assignment to {out}: {len(regions)} functions to write")
     for name, file in regions.items():
         print(f"  {source.name}/{file}: {name}")
+
+
+def write_stand_in(folder):
+    """The folder a check of test_gguf_tensors.cpp names to see a directory refused."""
+    folder.mkdir()
+    (folder / "README.md").write_text(
+        "Not a step: test_gguf_tensors.cpp opens this folder as a model file to check that\n"
+        "a directory is refused. Leave it here.\n")
 
 
 def write_readme(out, number, directory, regions):
@@ -389,19 +403,21 @@ def run_checks(binary, checks, timeout=600):
         return "FAIL", f"the checks stopped (exit status {result.returncode})"
     passed, failed, skipped = counts
     if failed or passed + skipped < len(checks):
-        return "FAIL", f"{failed} of {len(checks)} checks failed"
+        return "FAIL", f"{failed} of {len(checks)} checks fail"
     if skipped:
         reason = re.search(r'^SKIPPED "[^"]*": (.*)$', result.stdout, re.M)
         return "skipped", reason.group(1) if reason else "skipped"
-    return "pass", f"{passed} checks"
+    return "pass", f"{passed} of {len(checks)} checks pass"
 
 
 def grade():
     """Builds the student's checks and runs each stub's own ones: the table and the score."""
-    directories = sorted(ROOT.glob("step[0-9][0-9]_*"))
-    if len(directories) != 1 or not (ROOT / "ASSIGNMENT.md").exists():
+    readme = ROOT / "ASSIGNMENT.md"
+    heading = re.match(r"# Assignment: step (\d\d)\n", readme.read_text()) if readme.exists() \
+        else None
+    if not heading:
         sys.exit("error: `make grade` runs in a student tree (make assignment STEP=NN OUT=DIR)")
-    number = directories[0].name[4:6]
+    number = heading.group(1)
     binary = ROOT / "build" / "release" / f"test_step{number}"
     build = subprocess.run(["make", "--no-print-directory", str(binary.relative_to(ROOT))],
                            cwd=ROOT, capture_output=True, text=True)
