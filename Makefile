@@ -53,7 +53,7 @@ BUILDABLE      := $(if $(HAVE_NVCC),$(STEPS),$(filter-out $(CUDA_STEPS),$(STEPS)
 QWEN_TOKENIZER_DIR ?= $(abspath ../shared/qwen-tokenizer)
 export QWEN_TOKENIZER_DIR
 
-.PHONY: help test setup setup-torch deps nvcc clean diff bench demo model assignment grade $(addprefix step,$(STEPS)) $(addprefix test-step,$(STEPS))
+.PHONY: help test check-docs setup setup-torch deps nvcc clean diff bench demo model assignment grade $(addprefix step,$(STEPS)) $(addprefix test-step,$(STEPS))
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 16
@@ -97,7 +97,7 @@ $(BUILD)/common/%.o: common/%.cpp | deps
 
 test: $(foreach n,$(BUILDABLE),$(BUILD)/test_step$(n)) ## run every step's checks once; ends with "N passed, N failed"
 	@tools/run_tests.sh --once $(if $(HAVE_NVCC),,--no-nvcc "$(CUDA_STEPS)") tools/check_carried.sh \
-	    tools/check_assignments.sh $^
+	    tools/check_assignments.sh tools/check_docs.py $^
 
 # tools/check_assignments.sh compiles the assignments' stubbed files as this build compiles the
 # real ones and links them with this build's objects.
@@ -106,6 +106,9 @@ test: export ASSIGNMENT_CXX = $(CXX) $(CXXFLAGS)
 test: export ASSIGNMENT_LDFLAGS = $(LDFLAGS)
 test: export ASSIGNMENT_CUDA_LDLIBS = $(CUDA_LDLIBS)
 test: export ASSIGNMENT_NVCC = $(HAVE_NVCC)
+
+check-docs: ## the articles against the code: `FILE: NAME` references, quoted output re-run, links
+	@tools/check_docs.py
 
 deps: # doctest is the one thing the checks need that a fresh machine may lack
 	@test -n "$(DOCTEST_INCLUDE)" || test -f /usr/include/doctest/doctest.h || tools/setup.sh --doctest-only
