@@ -10,10 +10,12 @@
 # `make test` passes its build folder and compilers: ASSIGNMENT_BUILD, ASSIGNMENT_CXX (compiler
 # and flags), ASSIGNMENT_LDFLAGS, ASSIGNMENT_CUDA_LDLIBS, ASSIGNMENT_NVCC (empty without nvcc).
 set -u
+shopt -s nullglob
 cd "$(dirname "$0")/.."
 build=${ASSIGNMENT_BUILD:-build/release}
 cxx=${ASSIGNMENT_CXX:-g++ -O2 -g -std=c++17 -Wall -Wextra -fopenmp}
 nvcc=${ASSIGNMENT_NVCC-$(command -v nvcc)}
+cuda_libs=${ASSIGNMENT_CUDA_LDLIBS--L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lpthread}
 passed=0 failed=0 skipped=0
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -26,14 +28,25 @@ verdict() {  # verdict pass|fail|skip STEP REGION DETAIL
     esac
 }
 
-# "P F S" from a test binary's summary line in file $1, or "" without one.
+# "P F S" from the test binary's summary line in file $1 ("" without one).
 counts() {
-    sed -nE 's/^[A-Za-z0-9_]+: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p' "$1" |
+    sed -nE 's/^\w+: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p' "$1" |
         tail -n 1
 }
 
+# Compiles the file $1 of the student tree, holding stubs, into $2; the log goes to $3.
+compile_stubbed() {
+    if [[ $1 == *.cu ]]; then
+        $nvcc -std=c++17 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror \
+            -gencode arch=compute_75,code=sm_75 -I"$step" -Icommon -c "$1" -o "$2" >"$3" 2>&1
+    else
+        $cxx -Werror -I"$step" -Icommon -c "$1" -o "$2" >"$3" 2>&1
+    fi
+}
+
 check_step() {
-    local number=$1 step tree objects=() stubbed=() file object compile_log
+    local number=$1 step regions tree file object binary log="$scratch/run.log"
+    local objects=() stubbed=() p f s
     step=$(ls -d "step${number}"_*)
     regions=$(python3 tools/make_assignment.py checks "$number") || {
         verdict fail "$number" regions "tools/make_assignment.py checks $number failed"
@@ -42,7 +55,7 @@ check_step() {
     [ -n "$regions" ] || return 0
     if [ ! -x "$build/test_step$number" ]; then
         while IFS=$'\t' read -r _ name _; do
-            verdict skip "$number" "$name" "$build/test_step$number is not built (nvcc missing?)"
+            verdict skip "$number" "$name" "$build/test_step$number is not built (no nvcc?)"
         done <<<"$regions"
         return
     fi
@@ -51,64 +64,66 @@ check_step() {
         verdict fail "$number" tree "make assignment STEP=$number failed"
         return
     }
-    # Compile each file the assignment changed; .cu files for one architecture, only to see
-    # that the student's tree builds (the test binary keeps this build's kernels).
+    # Each file the assignment changed, compiled; a .cu file only to see that the student's
+    # tree builds (the test binary keeps this build's kernels). Problems by file name.
     declare -A broken=()
     for file in "$tree/$step"/*.cpp "$tree/$step"/*.cu; do
         cmp -s "$file" "$step/$(basename "$file")" && continue
         object="$scratch/$number-$(basename "${file%.*}").o"
-        compile_log="$scratch/compile.log"
-        if [[ $file == *.cu ]]; then
-            if [ -z "$nvcc" ]; then
-                broken[$(basename "$file")]="skip: nvcc not found, so the stubbed kernels cannot be compiled here"
-                continue
-            fi
-            $nvcc -std=c++17 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror \
-                -gencode arch=compute_75,code=sm_75 -I"$step" -Icommon -c "$file" \
-                -o "$object" >"$compile_log" 2>&1
-        else
-            $cxx -Werror -I"$step" -Icommon -c "$file" -o "$object" >"$compile_log" 2>&1 &&
-                stubbed+=("$object")
-        fi || broken[$(basename "$file")]="fail: the stubbed file does not compile warning-free: $(head -c 2000 "$compile_log")"
+        if [[ $file == *.cu && -z $nvcc ]]; then
+            broken[$(basename "$file")]="skip: no nvcc here to compile the stubbed kernels"
+        elif ! compile_stubbed "$file" "$object" "$scratch/compile.log"; then
+            broken[$(basename "$file")]="fail: the stubbed file does not compile without \
+warnings: $(head -c 2000 "$scratch/compile.log")"
+        elif [[ $file == *.cpp ]]; then
+            stubbed+=("$object")
+        fi
     done
-    # This build's objects of the step's other files and its checks, then the stubbed ones.
+    # The test binary: this build's objects of the other files and the checks, and the stubs.
     for object in "$build/$step"/*.o; do
         file=$(basename "${object%.o}")
         [ "$file" = main ] && continue
-        [ -e "$scratch/$number-$file.o" ] && [ ! -f "$tree/$step/$file.cu" ] && continue
+        [[ " ${stubbed[*]} " == *"/$number-$file.o "* ]] && continue
         objects+=("$object")
     done
-    local link_libs=${ASSIGNMENT_LDFLAGS:--fopenmp}
-    ls "$step"/*.cu >/dev/null 2>&1 && link_libs+=" ${ASSIGNMENT_CUDA_LDLIBS:-}"
-    local binary="$scratch/test_step$number"
-    [ ${#stubbed[@]} -gt 0 ] && ${cxx%% *} "${objects[@]}" "${stubbed[@]}" "$build/common/test_main.o" -o "$binary" \
-        $link_libs >"$scratch/link.log" 2>&1 || binary=""
-    while IFS=$'\t' read -r file name filter; do
-        local problem=${broken[$file]:-} log="$scratch/run.log" expected
-        expected=$(($(tr -cd , <<<"$filter" | wc -c) + 1))
+    binary="$scratch/test_step$number"
+    local link_flags=${ASSIGNMENT_LDFLAGS:--fopenmp}
+    [ -n "$(echo "$step"/*.cu)" ] && link_flags+=" $cuda_libs"
+    if [ ${#stubbed[@]} -gt 0 ]; then
+        ${cxx%% *} "${objects[@]}" "${stubbed[@]}" "$build/common/test_main.o" -o "$binary" \
+            $link_flags >"$scratch/link.log" 2>&1 || binary=""
+    fi
+    while IFS=$'\t' read -r file name filter named; do
+        local problem=${broken[$file]:-} expected
+        expected=$(($(tr -cd , <<<"$filter" | wc -c) + 1))  # a comma between test cases
         if [ -n "$problem" ]; then
             verdict "${problem%%:*}" "$number" "$name" "${problem#*: }"
+            continue
         elif [[ $file == *.cu ]]; then
-            verdict pass "$number" "$name"  # compiled; its checks need a GPU (gpu demo script)
+            verdict pass "$number" "$name"  # it compiled; tools/assignment_gpu_demo.sh runs it
+            continue
         elif [ -z "$binary" ]; then
-            verdict fail "$number" "$name" "the stubbed checks do not link: $(head -c 2000 "$scratch/link.log")"
+            verdict fail "$number" "$name" "no link: $(head -c 600 "$scratch/link.log")"
+            continue
+        fi
+        "$binary" "-tc=$filter" >"$log" 2>&1
+        read -r p f s <<<"$(counts "$log")"
+        if [ "${s:-0}" -gt 0 ] && [ "${f:-0}" -eq 0 ]; then
+            verdict skip "$number" "$name" "$(sed -nE 's/^SKIPPED "[^"]*": //p' "$log" | head -n 1)"
+            continue
+        fi
+        # The failure names this stub (or one tools/make_assignment.py allows instead).
+        if [ "${f:-0}" -eq 0 ] || ! grep -qE "($named): not implemented yet" "$log"; then
+            verdict fail "$number" "$name" "no failure naming the stub: $(tail -n 5 "$log")"
+            continue
+        fi
+        "$build/test_step$number" "-tc=$filter" >"$log" 2>&1
+        read -r p f s <<<"$(counts "$log")"
+        if [ "${f:-1}" -eq 0 ] && [ $((${p:-0} + ${s:-0})) -eq "$expected" ]; then
+            verdict pass "$number" "$name"
         else
-            "$binary" "-tc=$filter" >"$log" 2>&1
-            read -r p f s <<<"$(counts "$log")"
-            if [ "${s:-0}" -gt 0 ] && [ "${f:-0}" -eq 0 ]; then
-                verdict skip "$number" "$name" "$(sed -nE 's/^SKIPPED "[^"]*": //p' "$log" | head -n 1)"
-                continue
-            elif [ "${f:-0}" -eq 0 ] || ! grep -q ": not implemented yet (step$number" "$log"; then
-                verdict fail "$number" "$name" "its checks do not fail naming the stub: $(tail -n 5 "$log")"
-                continue
-            fi
-            "$build/test_step$number" "-tc=$filter" >"$log" 2>&1
-            read -r p f s <<<"$(counts "$log")"
-            if [ "${f:-1}" -eq 0 ] && [ $((${p:-0} + ${s:-0})) -eq "$expected" ]; then
-                verdict pass "$number" "$name"
-            else
-                verdict fail "$number" "$name" "its $expected checks do not all pass with the solution: $(tail -n 5 "$log")"
-            fi
+            verdict fail "$number" "$name" \
+                "its $expected checks do not all pass with the solution: $(tail -n 5 "$log")"
         fi
     done <<<"$regions"
 }

@@ -10,9 +10,9 @@ warnings and fails clearly when called; the regions of earlier steps stay solved
 
     tools/make_assignment.py write NN DIR    the student tree (what `make assignment` runs)
     tools/make_assignment.py grade           in a student tree: one row per stub and a score
-    tools/make_assignment.py stub NN FILE    FILE with step NN's regions stubbed, to stdout
     tools/make_assignment.py checks NN       step NN's regions, one a line: file, name, the
-                                             doctest filter of the checks that cover it
+                                             doctest filter of the checks that cover it, and
+                                             the stubs their failure may name ("a|b")
 Standard library only, so a student machine needs nothing but python3.
 """
 import re
@@ -32,11 +32,12 @@ MAX_COLUMNS = 100
 class Region:
     """One stubbed function (or part of one): what to write and the checks that cover it."""
 
-    def __init__(self, todo, checks, helpers=(), placeholders=()):
+    def __init__(self, todo, checks, helpers=(), placeholders=(), needs=()):
         self.todo = todo          # what the student implements, for the TODO comment
         self.checks = checks      # doctest test case names that fail until it is written
         self.helpers = helpers    # functions only this region calls: the stub names them
         self.placeholders = placeholders  # declarations the code after a partial region needs
+        self.needs = needs        # regions its checks call first: they must be written before
 
 
 # Every region of every step. The names are the markers'; the checks are whole test case names
@@ -143,7 +144,8 @@ REGIONS = {
         "attention_kernel": Region(
             "attention_kernel over the cache: query t sits at first_position + t and sees the "
             "keys up to there",
-            ["gpu::attention equals attention: causal mask, softmax, grouped-query heads, cache"]),
+            ["gpu::attention equals attention: causal mask, softmax, grouped-query heads, cache"],
+            needs=("attention",)),
     },
     "08": {
         "apply_repetition_penalty": Region(
@@ -157,10 +159,12 @@ REGIONS = {
              "top-k keeps the k largest logits"]),
         "keep_top_p": Region(
             "keep the smallest most-likely-first prefix whose probability reaches top_p",
-            ["top-p keeps the smallest most-likely-first set with probability >= p"]),
+            ["top-p keeps the smallest most-likely-first set with probability >= p"],
+            needs=("sorted_candidates",)),
         "keep_min_p": Region(
             "keep the candidates at least min_p times as likely as the first",
-            ["min-p keeps the tokens at least min_p times as likely as the best"]),
+            ["min-p keeps the tokens at least min_p times as likely as the best"],
+            needs=("sorted_candidates",)),
         "draw": Region(
             "walk the cumulative probabilities to where uniform (scaled by their total) falls",
             ["draw walks the cumulative probabilities of what the filters left"]),
@@ -421,12 +425,18 @@ def grade():
     binary = ROOT / "build" / "release" / f"test_step{number}"
     build = subprocess.run(["make", "--no-print-directory", str(binary.relative_to(ROOT))],
                            cwd=ROOT, capture_output=True, text=True)
-    rows = []
+    rows, failing = [], set()
     for name, region in REGIONS[number].items():
         if build.returncode != 0:
             rows.append((name, "FAIL", "the step does not build (make step" + number + ")"))
-        else:
-            rows.append((name, *run_checks(binary, region.checks)))
+            continue
+        verdict, detail = run_checks(binary, region.checks)
+        if verdict == "FAIL":
+            failing.add(name)
+            waiting = [need for need in region.needs if need in failing]
+            if waiting:
+                detail += f"; they call {', '.join(waiting)} first"
+        rows.append((name, verdict, detail))
     width = max(len(name) for name, _, _ in rows)
     print(f"step {number} assignment\n")
     print(f"{'function':<{width}}  result   checks")
@@ -446,13 +456,15 @@ def main():
         write_tree(sys.argv[2].zfill(2), Path(sys.argv[3]).resolve())
     elif command == "grade":
         grade()
-    elif command == "stub" and len(sys.argv) == 4:
-        text = stubbed_text(Path(sys.argv[3]), sys.argv[2].zfill(2))
-        sys.stdout.write(text if text is not None else Path(sys.argv[3]).read_text())
     elif command == "checks" and len(sys.argv) == 3:
         number = sys.argv[2].zfill(2)
+        table = REGIONS.get(number, {})
         for name, file in regions_of_step(step_dir(ROOT, number), number).items():
-            print(file, name, doctest_filter(REGIONS[number][name].checks), sep="\t")
+            # Regions with the very same checks (step03's dequantization routines share one,
+            # which stops at the first stub it meets) and the ones it needs may be named instead.
+            same = [other for other in table if table[other].checks == table[name].checks]
+            named = "|".join(dict.fromkeys(same + [name] + list(table[name].needs)))
+            print(file, name, doctest_filter(table[name].checks), named, sep="\t")
     else:
         sys.exit(__doc__)
 
