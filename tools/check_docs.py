@@ -29,7 +29,8 @@ Three kinds of check, each item counted once in the summary line
 3. Links. Every relative markdown link [text](target) points to a file that exists.
 
 The step binaries the blocks run (./step01 ...) are built first with make. Standard library only.
-Usage: tools/check_docs.py [ARTICLE.md ...]   (default: README.md and step*.md of docs/en and docs/zh)
+Usage: tools/check_docs.py [ARTICLE.md ...]   (default: README.md, step*.md and solutions.md
+of docs/en and docs/zh)
 """
 import glob
 import os
@@ -105,14 +106,20 @@ def split_blocks(lines):
         yield ("text", text_start, text)
 
 
-def check_text(article, start, lines, step_dir, results):
+def check_text(article, start, lines, context, results):
     where_of = lambda offset: f"{os.path.relpath(article, ROOT)}:{start + offset}"
     joined = "\n".join(lines)
     line_of = lambda pos: joined.count("\n", 0, pos)
     # Inline code spans may wrap across lines inside a paragraph, never across a blank line.
     for paragraph in re.finditer(r"(?:[^\n]+\n?)+", joined):
+        # Outside a step's own article, a heading "Step N" / "第 N 步" sets the step for what follows.
+        heading = re.match(r"#{1,6} .*?(?:Step |第 ?)(\d+)", paragraph.group(0))
+        if heading and not context["own_step"]:
+            found = glob.glob(os.path.join(ROOT, f"step{int(heading.group(1)):02d}_*"))
+            context["step_dir"] = found[0] if found else None
+        step_dir = context["step_dir"]
         for span in re.finditer(r"(?<!`)`([^`]+)`(?!`)", paragraph.group(0)):
-            content = span.group(1).strip()
+            content = re.sub(r"\s+", " ", span.group(1)).strip()  # as markdown renders a wrapped span
             where = where_of(line_of(paragraph.start() + span.start()))
             if LINE_REFERENCE.match(content):
                 results.fail(where, f"`{content}` refers to a line number; name the function instead (`FILE: NAME`)")
@@ -293,7 +300,8 @@ def binaries_needed(articles):
 
 
 def main():
-    articles = sys.argv[1:] or sorted(path for language in ("en", "zh") for name in ("README.md", "step*.md")
+    articles = sys.argv[1:] or sorted(path for language in ("en", "zh")
+                                      for name in ("README.md", "step*.md", "solutions.md")
                                       for path in glob.glob(os.path.join(ROOT, "docs", language, name)))
     articles = [os.path.abspath(a) for a in articles]
     nvcc_path = os.environ.get("NVCC") or os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")
@@ -315,9 +323,10 @@ def main():
         results = Results()
         lines = open(article, encoding="utf-8").read().split("\n")
         step_dir = step_directory(article)
+        context = {"step_dir": step_dir, "own_step": step_dir is not None}
         for block in split_blocks(lines):
             if block[0] == "text":
-                check_text(article, block[1], block[2], step_dir, results)
+                check_text(article, block[1], block[2], context, results)
                 continue
             _, fence_line, body, _ = block
             if not body or not body[0].startswith("$ "):
