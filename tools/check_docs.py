@@ -6,14 +6,16 @@ Three kinds of check, each item counted once in the summary line
 
 1. Code references. An article names code as one inline code span `FILE: NAME`, for example
    `dequantize.cpp: dequantize_q8_0` or `gguf_reader.cpp: GgufReader::read_bytes`. A bare FILE is
-   a file of the article's own step directory (docs/*/step03.md -> step03_*/); a FILE with a slash
-   is a path from the repository root (`common/error.h: fail`). The check: the file exists and
+   a file of the article's own step directory (docs/*/step03.md -> step03_*/; on another page, of the
+   step that the latest heading "Step N" or "第 N 步" names); a FILE with a slash is a path from the
+   repository root (`common/error.h: fail`). The check: the file exists and
    every `::`-separated part of NAME occurs in it as a whole identifier. References by line number
    (`file.cpp:57`, "(line 57)", "（第 57 行）") are failures: they go stale whenever the code moves.
 
 2. Quoted output. A fenced block whose first line starts with "$ " is a terminal transcript: each
    "$ " line is a command (a line ending in "\\" continues it), the lines up to the next "$ " line
-   are what it prints (stdout and stderr together). The commands run with bash, in order, in a
+   are what it prints (stdout and stderr together, as a terminal shows them: the command runs on a
+   pseudo-terminal, and a line redrawn with \r shows its last version). The commands run with bash, in order, in a
    scratch copy of the repository root (links to its files; ../shared is linked too), and the
    output must match line for line (trailing spaces ignored), except that
      - a line that starts with "..." stands for any number of lines (for example the rest of a long
@@ -24,9 +26,11 @@ Three kinds of check, each item counted once in the summary line
    A block is skipped, with the reason printed, when an HTML comment on the line before its fence
    says so: <!-- check-docs: skip: REASON --> (timings, GPU runs, output of a whole test run), when
    it uses a file under models/ or ../shared/ that is not here (the real model, the real
-   vocabulary, a generated full-size model), or when it runs a CUDA step and nvcc is missing.
+   vocabulary, a generated full-size model), when it runs a CUDA step and nvcc is missing, or when
+   its article is listed in IN_PROGRESS (being written: references and links are checked).
 
-3. Links. Every relative markdown link [text](target) points to a file that exists.
+3. Links. Every relative markdown link [text](target) points to a file that exists (a missing
+   article of IN_PROGRESS is skipped).
 
 The step programs a block runs (./step01 ...) are built with make before the first block that runs
 them (a skipped block builds nothing). Standard library only.
