@@ -280,13 +280,26 @@ def check_transcript(article, fence_line, body, skip_reason, nvcc, results):
         if problem:
             results.fail(where, problem)
             return
+    # A second try before failing: a program relinked by a concurrent make ("Permission denied",
+    # "Text file busy") is not the article's fault. The commands are deterministic otherwise.
+    for attempt in (1, 2):
+        problem = run_transcript(steps)
+        if problem is None:
+            results.ok()
+            return
+        if attempt == 1:
+            time.sleep(1)
+    results.fail(where, problem)
+
+
+def run_transcript(steps):
+    """None when every command prints what the block says, else a description of the first that does not."""
     base, work = make_sandbox()
     try:
         for command, expected in steps:
             output = run_on_terminal(command, work)
             if output is None:
-                results.fail(where, f"$ {command} ran past {COMMAND_TIMEOUT_S} s")
-                return
+                return f"$ {command} ran past {COMMAND_TIMEOUT_S} s"
             # A line rewritten in place with \r (a progress count) shows only its last version.
             lines = output.split("\n")
             if lines and lines[-1] == "":
@@ -294,12 +307,10 @@ def check_transcript(article, fence_line, body, skip_reason, nvcc, results):
             output = "".join(line.rstrip("\r").split("\r")[-1].rstrip() + "\n" for line in lines)
             if not expected_pattern(expected).match(output):
                 shown = "\n".join("    | " + line for line in output.splitlines()[:40])
-                results.fail(where, f"$ {command}\n  printed something else:\n{shown}")
-                return
-        results.ok()
+                return f"$ {command}\n  printed something else:\n{shown}"
+        return None
     finally:
         shutil.rmtree(base, ignore_errors=True)
-
 
 BUILT = {}
 
