@@ -43,7 +43,7 @@ inline uint16_t f32_to_f16(float value) {
     if (magnitude >= 0x7f800000u)  // infinity or NaN
         return uint16_t(sign | 0x7c00 | (magnitude > 0x7f800000u ? 0x200 : 0));
     if (magnitude >= 0x477ff000u) return uint16_t(sign | 0x7c00);  // rounds past 65504
-    if (magnitude < 0x38800000u) {  // below the smallest normal f16: subnormal or zero
+    if (magnitude < 0x38800000u) {               // below the smallest normal f16: subnormal or zero
         int shift = 126 - int(magnitude >> 23);  // 113 - exponent + 13
         if (shift > 24) return uint16_t(sign);
         uint32_t mant = (magnitude & 0x7fffff) | 0x800000;

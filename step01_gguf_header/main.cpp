@@ -10,12 +10,13 @@
 #include "gguf_reader.h"
 
 static void print_usage(std::FILE* out) {
-    std::fprintf(out,
-                 "usage: step01 MODEL.gguf\n"
-                 "\n"
-                 "Reads the GGUF header (magic, version, tensor and metadata counts) and prints it.\n"
-                 "\n"
-                 "  -h, --help   show this help\n");
+    std::fprintf(
+        out,
+        "usage: step01 MODEL.gguf\n"
+        "\n"
+        "Reads the GGUF header (magic, version, tensor and metadata counts) and prints it.\n"
+        "\n"
+        "  -h, --help   show this help\n");
 }
 
 int main(int argc, char** argv) {

@@ -51,8 +51,8 @@ TEST_CASE("a v2 header is accepted") {
 TEST_CASE("a file shorter than the header is rejected") {
     ByteBuilder file;
     file.raw("GGUF").u32(3);
-    CHECK_THROWS_WITH_AS(parse_header(file), "file is too short for a GGUF header: 8 bytes, need 24",
-                         Error);
+    CHECK_THROWS_WITH_AS(parse_header(file),
+                         "file is too short for a GGUF header: 8 bytes, need 24", Error);
     CHECK_THROWS_WITH_AS(parse_header(ByteBuilder()),
                          "file is too short for a GGUF header: 0 bytes, need 24", Error);
 }
@@ -60,9 +60,9 @@ TEST_CASE("a file shorter than the header is rejected") {
 TEST_CASE("a wrong magic is rejected and shown") {
     ByteBuilder file;
     file.raw("GGML").u32(3).u64(0).u64(0);
-    CHECK_THROWS_WITH_AS(
-        parse_header(file),
-        "not a GGUF file: magic is 47 47 4d 4c, expected 47 47 55 46 (\"GGUF\")", Error);
+    CHECK_THROWS_WITH_AS(parse_header(file),
+                         "not a GGUF file: magic is 47 47 4d 4c, expected 47 47 55 46 (\"GGUF\")",
+                         Error);
 }
 
 TEST_CASE("version 1 is rejected") {
@@ -103,9 +103,9 @@ TEST_CASE("counts that cannot fit in the file are rejected") {
     ByteBuilder both = header_with_room(3, 1, 1);  // room for exactly one of each
     both.bytes[8] = 2;
     both.zeros(kMinTensorInfoBytes - 1);  // one byte short of a second tensor info
-    CHECK_THROWS_WITH_AS(parse_header(both),
-                         "2 tensors and 1 metadata pairs cannot fit in the 60 bytes after the header",
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        parse_header(both),
+        "2 tensors and 1 metadata pairs cannot fit in the 60 bytes after the header", Error);
 }
 
 TEST_CASE("a missing file names its path") {

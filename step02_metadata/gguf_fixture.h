@@ -79,15 +79,17 @@ inline std::string describe_pair(const std::string& key, const GgufValue& value)
         case GgufType::INT16:
         case GgufType::INT32:
         case GgufType::INT64: return line + std::to_string(value.int_value);
-        case GgufType::FLOAT32: return line + strprintf("bits=%08x", f32_to_bits(float(value.float_value)));
+        case GgufType::FLOAT32:
+            return line + strprintf("bits=%08x", f32_to_bits(float(value.float_value)));
         case GgufType::FLOAT64: {
             uint64_t bits;
             std::memcpy(&bits, &value.float_value, 8);
             return line + strprintf("bits=%016llx", (unsigned long long)bits);
         }
         case GgufType::STRING:
-            return line + strprintf("bytes=%zu crc32=%08x", value.string_value.size(),
-                                    crc32_update(0, value.string_value.data(), value.string_value.size()));
+            return line +
+                   strprintf("bytes=%zu crc32=%08x", value.string_value.size(),
+                             crc32_update(0, value.string_value.data(), value.string_value.size()));
         case GgufType::ARRAY: break;
     }
     uint32_t crc = 0;

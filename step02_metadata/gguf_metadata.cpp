@@ -118,9 +118,10 @@ const GgufValue& GgufMetadata::get(const std::string& key) const {
 }
 
 // Returns the value if it has the expected type (and, for arrays, element type).
-static const GgufValue& expect_type(const GgufValue& value, const std::string& key,
-                                    GgufType type, GgufType element_type = GgufType::UINT8) {
-    bool matches = value.type == type && (type != GgufType::ARRAY || value.array_type == element_type);
+static const GgufValue& expect_type(const GgufValue& value, const std::string& key, GgufType type,
+                                    GgufType element_type = GgufType::UINT8) {
+    bool matches =
+        value.type == type && (type != GgufType::ARRAY || value.array_type == element_type);
     if (!matches) {
         std::string expected = gguf_type_name(type);
         if (type == GgufType::ARRAY) expected += "[" + gguf_type_name(element_type) + "]";
@@ -207,7 +208,8 @@ static GgufType read_type(GgufReader& reader, const std::string& what, const cha
     uint64_t offset = reader.offset();
     uint32_t id = reader.read_u32(what.c_str());
     if (id > uint32_t(GgufType::FLOAT64))
-        fail("%s at offset %llu: unknown %s %u", what.c_str(), (unsigned long long)offset, role, id);
+        fail("%s at offset %llu: unknown %s %u", what.c_str(), (unsigned long long)offset, role,
+             id);
     return GgufType(id);
 }
 
@@ -236,7 +238,8 @@ static double f64_from_bits(uint64_t bits) {
     return value;
 }
 
-static GgufValue read_value(GgufReader& reader, GgufType type, const std::string& what, int nesting);
+static GgufValue read_value(GgufReader& reader, GgufType type, const std::string& what,
+                            int nesting);
 
 // ARRAY: element type (u32), element count (u64), then the elements back to back.
 // `nesting` is this array's depth: 1 for a value that is an array, 2 for its element arrays.
@@ -249,11 +252,12 @@ static void read_array(GgufReader& reader, GgufValue& value, const std::string& 
     uint64_t count = reader.read_u64(what.c_str());
     uint64_t min_bytes = min_value_bytes(value.array_type);
     if (count > reader.bytes_left() / min_bytes)
-        fail("%s at offset %llu: %llu %s elements cannot fit in the %llu bytes left "
-             "(each takes at least %llu bytes)",
-             what.c_str(), (unsigned long long)offset, (unsigned long long)count,
-             gguf_type_name(value.array_type).c_str(), (unsigned long long)reader.bytes_left(),
-             (unsigned long long)min_bytes);
+        fail(
+            "%s at offset %llu: %llu %s elements cannot fit in the %llu bytes left "
+            "(each takes at least %llu bytes)",
+            what.c_str(), (unsigned long long)offset, (unsigned long long)count,
+            gguf_type_name(value.array_type).c_str(), (unsigned long long)reader.bytes_left(),
+            (unsigned long long)min_bytes);
     // A count that fits (a string takes at least 8 bytes) may still mean 11x more bytes of
     // parsed values than the file holds: reserve at most the bytes left, and grow past that
     // only as elements are really read.
@@ -262,7 +266,8 @@ static void read_array(GgufReader& reader, GgufValue& value, const std::string& 
         value.array.push_back(read_value(reader, value.array_type, what, nesting));
 }
 
-static GgufValue read_value(GgufReader& reader, GgufType type, const std::string& what, int nesting) {
+static GgufValue read_value(GgufReader& reader, GgufType type, const std::string& what,
+                            int nesting) {
     GgufValue value;
     value.type = type;
     const char* name = what.c_str();
@@ -295,7 +300,8 @@ GgufMetadata read_gguf_metadata(GgufReader& reader, uint64_t count) {
     GgufMetadata metadata;
     for (uint64_t i = 0; i < count; i++) {
         uint64_t pair_offset = reader.offset();
-        std::string key = read_string(reader, strprintf("key of metadata pair %llu", (unsigned long long)i));
+        std::string key =
+            read_string(reader, strprintf("key of metadata pair %llu", (unsigned long long)i));
         if (metadata.has(key))
             fail("duplicate metadata key '%s' (pair %llu at offset %llu)", key.c_str(),
                  (unsigned long long)i, (unsigned long long)pair_offset);

@@ -35,10 +35,10 @@ std::string gguf_type_name(GgufType type);
 // One value of any type. Only the member that matches `type` is meaningful.
 struct GgufValue {
     GgufType type = GgufType::UINT8;
-    uint64_t uint_value = 0;   // UINT8, UINT16, UINT32, UINT64, BOOL (0 or 1)
-    int64_t int_value = 0;     // INT8, INT16, INT32, INT64
-    double float_value = 0.0;  // FLOAT32, FLOAT64
-    std::string string_value;  // STRING
+    uint64_t uint_value = 0;                // UINT8, UINT16, UINT32, UINT64, BOOL (0 or 1)
+    int64_t int_value = 0;                  // INT8, INT16, INT32, INT64
+    double float_value = 0.0;               // FLOAT32, FLOAT64
+    std::string string_value;               // STRING
     GgufType array_type = GgufType::UINT8;  // ARRAY: the element type
     std::vector<GgufValue> array;           // ARRAY: the elements (may be arrays themselves)
 };

@@ -49,8 +49,9 @@ static void print_tokenizer_summary(const TokenizerSummary& tokenizer) {
                 tokenizer.pre.empty() ? "not set" : tokenizer.pre.c_str());
     std::printf("  tokens:          %llu\n", (unsigned long long)tokenizer.n_tokens);
     std::printf("  merges:          %llu\n", (unsigned long long)tokenizer.n_merges);
-    std::printf("  bos / eos / pad: %lld / %lld / %lld (-1: not set)\n", (long long)tokenizer.bos_id,
-                (long long)tokenizer.eos_id, (long long)tokenizer.pad_id);
+    std::printf("  bos / eos / pad: %lld / %lld / %lld (-1: not set)\n",
+                (long long)tokenizer.bos_id, (long long)tokenizer.eos_id,
+                (long long)tokenizer.pad_id);
     std::printf("  chat template:   %s\n", tokenizer.has_chat_template ? "yes" : "no");
 }
 
@@ -89,18 +90,15 @@ int main(int argc, char** argv) {
         GgufMetadata metadata = read_gguf_metadata(reader, header.metadata_kv_count);
         print_metadata(metadata);
 
-        if (has_model_config(metadata))
-            print_model_config(read_model_config(metadata));
+        if (has_model_config(metadata)) print_model_config(read_model_config(metadata));
         else if (metadata.has("general.architecture"))
             std::printf("\nno model config: no '%s.block_count' key (a vocab-only file?)\n",
                         metadata.get("general.architecture").string_value.c_str());
-        else
-            std::printf("\nno model config: no general.architecture key\n");
+        else std::printf("\nno model config: no general.architecture key\n");
 
         if (metadata.has("tokenizer.ggml.tokens"))
             print_tokenizer_summary(read_tokenizer_summary(metadata));
-        else
-            std::printf("\nno tokenizer: no tokenizer.ggml.tokens key\n");
+        else std::printf("\nno tokenizer: no tokenizer.ggml.tokens key\n");
     } catch (const Error& error) {
         std::fprintf(stderr, "error: %s\n", error.what());
         return 1;

@@ -85,10 +85,10 @@ TEST_CASE("a valid model config is read from <arch>.* keys") {
 TEST_CASE("optional keys take their defaults") {
     Pairs pairs = model_pairs();
     pairs.erase(pairs.begin() + 6, pairs.begin() + 8);  // head_count_kv and rope.freq_base
-    pairs.erase(pairs.begin() + 9);                      // tokenizer.ggml.tokens
+    pairs.erase(pairs.begin() + 9);                     // tokenizer.ggml.tokens
     ModelConfig config = read_model_config(to_metadata(pairs));
-    CHECK(config.n_kv_heads == 6);          // one KV head per query head
-    CHECK(config.rope_base == 10000.0f);    // llama.cpp's default
+    CHECK(config.n_kv_heads == 6);        // one KV head per query head
+    CHECK(config.rope_base == 10000.0f);  // llama.cpp's default
     CHECK(config.n_vocab == 0);
 }
 
@@ -98,11 +98,13 @@ TEST_CASE("the architecture name picks the key prefix") {
         std::string renamed = key.rfind("qwen2.", 0) == 0 ? "llama." + key.substr(6) : key;
         pairs.emplace_back(renamed, value);
     }
-    ModelConfig config = read_model_config(with(pairs, "general.architecture", gguf_string("llama")));
+    ModelConfig config =
+        read_model_config(with(pairs, "general.architecture", gguf_string("llama")));
     CHECK(config.architecture == "llama");
     CHECK(config.n_layers == 2);
-    CHECK_THROWS_WITH_AS(read_model_config(with(model_pairs(), "general.architecture", gguf_string("llama"))),
-                         "metadata key 'llama.block_count' is missing", Error);
+    CHECK_THROWS_WITH_AS(
+        read_model_config(with(model_pairs(), "general.architecture", gguf_string("llama"))),
+        "metadata key 'llama.block_count' is missing", Error);
 }
 
 TEST_CASE("a vocab-only file has no model config") {
@@ -123,14 +125,16 @@ TEST_CASE("missing and mistyped keys are named") {
                              ("metadata key '" + std::string(key) + "' is missing").c_str(), Error);
     }
     CHECK_THROWS_WITH_AS(read_model_config(with(model_pairs(), "qwen2.block_count", gguf_f32(2))),
-                         "metadata key 'qwen2.block_count' has type FLOAT32, expected UINT32", Error);
+                         "metadata key 'qwen2.block_count' has type FLOAT32, expected UINT32",
+                         Error);
     CHECK_THROWS_WITH_AS(
         read_model_config(with(model_pairs(), "qwen2.rope.freq_base", gguf_u32(10000))),
         "metadata key 'qwen2.rope.freq_base' has type UINT32, expected FLOAT32", Error);
-    CHECK_THROWS_WITH_AS(read_model_config(with(model_pairs(), "tokenizer.ggml.tokens", gguf_u32(3))),
-                         "metadata key 'tokenizer.ggml.tokens' has type UINT32, expected "
-                         "ARRAY[STRING]",
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        read_model_config(with(model_pairs(), "tokenizer.ggml.tokens", gguf_u32(3))),
+        "metadata key 'tokenizer.ggml.tokens' has type UINT32, expected "
+        "ARRAY[STRING]",
+        Error);
 }
 
 TEST_CASE("every count must be positive") {
@@ -138,24 +142,26 @@ TEST_CASE("every count must be positive") {
                             "qwen2.feed_forward_length", "qwen2.attention.head_count",
                             "qwen2.attention.head_count_kv"}) {
         CAPTURE(key);
-        CHECK_THROWS_WITH_AS(read_model_config(with(model_pairs(), key, gguf_u32(0))),
-                             ("metadata key '" + std::string(key) + "' must be positive, got 0").c_str(),
-                             Error);
+        CHECK_THROWS_WITH_AS(
+            read_model_config(with(model_pairs(), key, gguf_u32(0))),
+            ("metadata key '" + std::string(key) + "' must be positive, got 0").c_str(), Error);
     }
 }
 
 TEST_CASE("epsilon and rope base must be positive numbers") {
     CHECK_THROWS_WITH_AS(
-        read_model_config(with(model_pairs(), "qwen2.attention.layer_norm_rms_epsilon", gguf_f32(0))),
+        read_model_config(
+            with(model_pairs(), "qwen2.attention.layer_norm_rms_epsilon", gguf_f32(0))),
         "metadata key 'qwen2.attention.layer_norm_rms_epsilon' must be a positive number, got 0",
         Error);
     CHECK_THROWS_WITH_AS(
-        read_model_config(with(model_pairs(), "qwen2.attention.layer_norm_rms_epsilon", gguf_f32(NAN))),
+        read_model_config(
+            with(model_pairs(), "qwen2.attention.layer_norm_rms_epsilon", gguf_f32(NAN))),
         "metadata key 'qwen2.attention.layer_norm_rms_epsilon' must be a positive number, got nan",
         Error);
-    CHECK_THROWS_WITH_AS(read_model_config(with(model_pairs(), "qwen2.rope.freq_base", gguf_f32(-1))),
-                         "metadata key 'qwen2.rope.freq_base' must be a positive number, got -1",
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        read_model_config(with(model_pairs(), "qwen2.rope.freq_base", gguf_f32(-1))),
+        "metadata key 'qwen2.rope.freq_base' must be a positive number, got -1", Error);
     CHECK_THROWS_WITH_AS(
         read_model_config(with(model_pairs(), "qwen2.rope.freq_base", gguf_f32(INFINITY))),
         "metadata key 'qwen2.rope.freq_base' must be a positive number, got inf", Error);
@@ -178,7 +184,8 @@ TEST_CASE("the head layout must divide evenly") {
 }
 
 TEST_CASE("an explicit key/value head size must equal d_model / n_heads") {
-    CHECK(read_model_config(with(model_pairs(), "qwen2.attention.key_length", gguf_u32(8))).head_dim == 8);
+    CHECK(read_model_config(with(model_pairs(), "qwen2.attention.key_length", gguf_u32(8)))
+              .head_dim == 8);
     CHECK_THROWS_WITH_AS(
         read_model_config(with(model_pairs(), "qwen2.attention.key_length", gguf_u32(16))),
         "metadata key 'qwen2.attention.key_length' is 16, but this engine needs it to equal "
@@ -203,7 +210,8 @@ TEST_CASE("the tokenizer summary reads the tokenizer keys") {
     CHECK(summary.has_chat_template);
 
     Pairs pairs = model_pairs();
-    pairs.back() = {"tokenizer.ggml.padding_token_id", gguf_u32(0)};  // instead of the chat template
+    pairs.back() = {"tokenizer.ggml.padding_token_id",
+                    gguf_u32(0)};  // instead of the chat template
     TokenizerSummary bare = read_tokenizer_summary(to_metadata(pairs));
     CHECK(bare.pad_id == 0);
     CHECK_FALSE(bare.has_chat_template);
@@ -217,7 +225,8 @@ TEST_CASE("the tokenizer summary rejects a missing vocabulary and ids outside it
         "metadata key 'tokenizer.ggml.eos_token_id' is 10, outside the vocabulary of 10 tokens",
         Error);
     CHECK_THROWS_WITH_AS(
-        read_tokenizer_summary(with(model_pairs(), "tokenizer.ggml.padding_token_id", gguf_u32(99))),
+        read_tokenizer_summary(
+            with(model_pairs(), "tokenizer.ggml.padding_token_id", gguf_u32(99))),
         "metadata key 'tokenizer.ggml.padding_token_id' is 99, outside the vocabulary of 10 tokens",
         Error);
     CHECK_THROWS_WITH_AS(

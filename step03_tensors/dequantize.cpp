@@ -194,10 +194,12 @@ void dequantize_q2_k(const void* src, float* dst, int64_t n) {
 
 void dequantize_q3_k(const void* src, float* dst, int64_t n) {
     // block_q3_K (110 bytes, 256 elements = 16 sub-blocks of 16)
-    //   hmask[32]   u8    32 bytes  offset 0    3rd bit of each q: bit k of hmask[m] is element 32k + m
+    //   hmask[32]   u8    32 bytes  offset 0    3rd bit of each q:
+    //                                           bit k of hmask[m] is element 32k + m
     //   qs[64]      u8    64 bytes  offset 32   low 2 bits of q, four per byte (order as in Q2_K)
     //   scales[12]  u8    12 bytes  offset 96   16 six-bit scales, stored + 32:
-    //                                           low 4 bits of s: scales[s] & 15 (s < 8), scales[s-8] >> 4;
+    //                                           low 4 bits of s: scales[s] & 15 (s < 8),
+    //                                           scales[s-8] >> 4 (s >= 8);
     //                                           high 2 bits: (scales[8 + s%4] >> 2*(s/4)) & 3
     //   d           f16    2 bytes  offset 108
     // q = low 2 bits - 4 when its hmask bit is CLEAR (so q is in -4..3).
@@ -274,8 +276,7 @@ void dequantize_q5_k(const void* src, float* dst, int64_t n) {
     //   qs[128]     u8    128 bytes  offset 48   low 4 bits, laid out as in Q4_K
     // value = d * scale * q - dmin * min, q = 5 bits
     constexpr int kElements = 256, kBytes = 176;
-    constexpr int kOffsetD = 0, kOffsetDmin = 2, kOffsetScales = 4, kOffsetQh = 16,
-                  kOffsetQs = 48;
+    constexpr int kOffsetD = 0, kOffsetDmin = 2, kOffsetScales = 4, kOffsetQh = 16, kOffsetQs = 48;
     const uint8_t* block = static_cast<const uint8_t*>(src);
     for (int64_t b = 0; b < n / kElements; b++, block += kBytes, dst += kElements) {
         float d = load_f16(block + kOffsetD);
@@ -367,9 +368,10 @@ void dequantize_iq4_nl(const void* src, float* dst, int64_t n) {
 void dequantize(uint32_t type_id, const void* src, float* dst, int64_t n) {
     const GgmlTypeInfo& type = ggml_type_info(type_id);  // fails for an unknown id
     if (n < 0 || n % type.block_size != 0)
-        fail("cannot dequantize %lld elements of %s: not a whole number of blocks (%u elements "
-             "each)",
-             (long long)n, type.name, type.block_size);
+        fail(
+            "cannot dequantize %lld elements of %s: not a whole number of blocks (%u elements "
+            "each)",
+            (long long)n, type.name, type.block_size);
     switch (GgmlType(type_id)) {
         case GgmlType::F32: return dequantize_f32(src, dst, n);
         case GgmlType::F16: return dequantize_f16(src, dst, n);

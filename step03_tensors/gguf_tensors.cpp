@@ -93,7 +93,8 @@ static TensorInfo read_tensor_info(GgufReader& reader, uint64_t index) {
     tensor.offset = reader.read_u64(where.c_str());
 
     // Size = rows x bytes per row; a row of ne0 elements is ne0 / block_size blocks.
-    uint64_t row_bytes = with_prefix(where, [&] { return ggml_row_bytes(tensor.type, tensor.dims[0]); });
+    uint64_t row_bytes =
+        with_prefix(where, [&] { return ggml_row_bytes(tensor.type, tensor.dims[0]); });
     if (tensor.n_rows() > UINT64_MAX / row_bytes)
         fail("%s: size in bytes overflows 64 bits", where.c_str());
     tensor.n_bytes = tensor.n_rows() * row_bytes;
@@ -139,11 +140,12 @@ void place_tensors(std::vector<TensorInfo>& tensors, uint64_t data_offset, uint3
                  tensor.name.c_str(), (unsigned long long)tensor.offset, alignment);
         // Written as two comparisons so that offset + n_bytes cannot overflow.
         if (tensor.offset > room || tensor.n_bytes > room - tensor.offset)
-            fail("tensor '%s': its %llu bytes at offset %llu of the data section (which starts at "
-                 "%llu) run past the end of the file (%llu bytes)",
-                 tensor.name.c_str(), (unsigned long long)tensor.n_bytes,
-                 (unsigned long long)tensor.offset, (unsigned long long)data_offset,
-                 (unsigned long long)file_size);
+            fail(
+                "tensor '%s': its %llu bytes at offset %llu of the data section (which starts at "
+                "%llu) run past the end of the file (%llu bytes)",
+                tensor.name.c_str(), (unsigned long long)tensor.n_bytes,
+                (unsigned long long)tensor.offset, (unsigned long long)data_offset,
+                (unsigned long long)file_size);
         tensor.data = file_bytes + data_offset + tensor.offset;
     }
 }

@@ -18,15 +18,16 @@
 #include "model_config.h"
 
 static void print_usage(std::FILE* out) {
-    std::fprintf(out,
-                 "usage: step03 MODEL.gguf [--tensor NAME]\n"
-                 "\n"
-                 "Reads the GGUF header, metadata and tensor directory, checks every tensor against\n"
-                 "the file, and prints the model config and a table of the tensors.\n"
-                 "\n"
-                 "  --tensor NAME   instead of the table, show one tensor: its shape, type, size,\n"
-                 "                  first values and min/max/mean/std after dequantization\n"
-                 "  -h, --help      show this help\n");
+    std::fprintf(
+        out,
+        "usage: step03 MODEL.gguf [--tensor NAME]\n"
+        "\n"
+        "Reads the GGUF header, metadata and tensor directory, checks every tensor against\n"
+        "the file, and prints the model config and a table of the tensors.\n"
+        "\n"
+        "  --tensor NAME   instead of the table, show one tensor: its shape, type, size,\n"
+        "                  first values and min/max/mean/std after dequantization\n"
+        "  -h, --help      show this help\n");
 }
 
 static void print_metadata(const GgufMetadata& metadata) {
@@ -56,25 +57,26 @@ static void print_tokenizer_summary(const TokenizerSummary& tokenizer) {
                 tokenizer.pre.empty() ? "not set" : tokenizer.pre.c_str());
     std::printf("  tokens:          %llu\n", (unsigned long long)tokenizer.n_tokens);
     std::printf("  merges:          %llu\n", (unsigned long long)tokenizer.n_merges);
-    std::printf("  bos / eos / pad: %lld / %lld / %lld (-1: not set)\n", (long long)tokenizer.bos_id,
-                (long long)tokenizer.eos_id, (long long)tokenizer.pad_id);
+    std::printf("  bos / eos / pad: %lld / %lld / %lld (-1: not set)\n",
+                (long long)tokenizer.bos_id, (long long)tokenizer.eos_id,
+                (long long)tokenizer.pad_id);
     std::printf("  chat template:   %s\n", tokenizer.has_chat_template ? "yes" : "no");
 }
 
 static std::string format_dims(const std::vector<uint64_t>& dims) {
     std::string text = "[";
-    for (size_t i = 0; i < dims.size(); i++)
-        text += (i ? ", " : "") + std::to_string(dims[i]);
+    for (size_t i = 0; i < dims.size(); i++) text += (i ? ", " : "") + std::to_string(dims[i]);
     return text + "]";
 }
 
 // The tensor table, then the bytes per type and where the data section starts.
 static void print_tensors(const GgufFile& file) {
     size_t name_width = 4;
-    for (const TensorInfo& tensor : file.tensors) name_width = std::max(name_width, tensor.name.size());
+    for (const TensorInfo& tensor : file.tensors)
+        name_width = std::max(name_width, tensor.name.size());
     std::printf("\ntensors (%zu):\n", file.tensors.size());
-    std::printf("  %-*s  %-7s  %-20s  %12s  %12s\n", int(name_width), "name", "type", "dims (ne0 first)",
-                "bytes", "offset");
+    std::printf("  %-*s  %-7s  %-20s  %12s  %12s\n", int(name_width), "name", "type",
+                "dims (ne0 first)", "bytes", "offset");
     std::map<uint32_t, std::pair<size_t, uint64_t>> per_type;  // type id -> (tensors, bytes)
     uint64_t total_bytes = 0;
     for (const TensorInfo& tensor : file.tensors) {
@@ -91,8 +93,9 @@ static void print_tensors(const GgufFile& file) {
                     (unsigned long long)totals.second);
     std::printf("  %-7s  %4zu tensors  %12llu bytes (%.2f MiB)\n", "total", file.tensors.size(),
                 (unsigned long long)total_bytes, double(total_bytes) / (1024.0 * 1024.0));
-    std::printf("\ndata section:    starts at byte %llu (alignment %u); offsets above are from there\n",
-                (unsigned long long)file.data_offset, file.alignment);
+    std::printf(
+        "\ndata section:    starts at byte %llu (alignment %u); offsets above are from there\n",
+        (unsigned long long)file.data_offset, file.alignment);
 }
 
 // Dequantizes the tensor one row at a time (a whole embedding matrix as float32 could take
@@ -126,8 +129,8 @@ static void print_tensor_values(const TensorInfo& tensor) {
     double mean = sum / n;
     // population standard deviation: sqrt(E[x^2] - E[x]^2), clamped against rounding below 0
     double std_dev = std::sqrt(std::max(0.0, sum_squares / n - mean * mean));
-    std::printf("\n  min %.6g  max %.6g  mean %.6g  std %.6g\n", double(min_value), double(max_value),
-                mean, std_dev);
+    std::printf("\n  min %.6g  max %.6g  mean %.6g  std %.6g\n", double(min_value),
+                double(max_value), mean, std_dev);
 }
 
 int main(int argc, char** argv) {
@@ -168,7 +171,8 @@ int main(int argc, char** argv) {
         }
 
         std::printf("file:            %s\n", model_path.c_str());
-        std::printf("file size:       %llu bytes (%.2f MiB)\n", (unsigned long long)file.mapping->size(),
+        std::printf("file size:       %llu bytes (%.2f MiB)\n",
+                    (unsigned long long)file.mapping->size(),
                     double(file.mapping->size()) / (1024.0 * 1024.0));
         std::printf("magic:           GGUF (47 47 55 46)\n");
         std::printf("version:         %u\n", header.version);
@@ -177,18 +181,15 @@ int main(int argc, char** argv) {
 
         print_metadata(metadata);
 
-        if (has_model_config(metadata))
-            print_model_config(read_model_config(metadata));
+        if (has_model_config(metadata)) print_model_config(read_model_config(metadata));
         else if (metadata.has("general.architecture"))
             std::printf("\nno model config: no '%s.block_count' key (a vocab-only file?)\n",
                         metadata.get("general.architecture").string_value.c_str());
-        else
-            std::printf("\nno model config: no general.architecture key\n");
+        else std::printf("\nno model config: no general.architecture key\n");
 
         if (metadata.has("tokenizer.ggml.tokens"))
             print_tokenizer_summary(read_tokenizer_summary(metadata));
-        else
-            std::printf("\nno tokenizer: no tokenizer.ggml.tokens key\n");
+        else std::printf("\nno tokenizer: no tokenizer.ggml.tokens key\n");
         print_tensors(file);
     } catch (const Error& error) {
         std::fprintf(stderr, "error: %s\n", error.what());

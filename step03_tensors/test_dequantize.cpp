@@ -92,8 +92,7 @@ std::string compare_bits(const std::vector<float>& got, const std::vector<float>
         if (ulps > worst_ulps) worst_ulps = ulps, worst = i;
     }
     if (mismatches == 0) return report;
-    return strprintf("%d of %zu elements differ; first ones:\n", mismatches, want.size()) +
-           report +
+    return strprintf("%d of %zu elements differ; first ones:\n", mismatches, want.size()) + report +
            strprintf("  worst: [%zu] got %.9g, want %.9g (%lld ulps apart)", worst, got[worst],
                      want[worst], (long long)worst_ulps);
 }
@@ -164,7 +163,8 @@ TEST_CASE("f16 special values decode to the exact float32") {
     };
     constexpr int count = int(sizeof f16 / sizeof f16[0]);
     uint8_t bytes[2 * count];  // (count, 2) little-endian
-    for (int i = 0; i < count; i++) bytes[2 * i] = uint8_t(f16[i]), bytes[2 * i + 1] = uint8_t(f16[i] >> 8);
+    for (int i = 0; i < count; i++)
+        bytes[2 * i] = uint8_t(f16[i]), bytes[2 * i + 1] = uint8_t(f16[i] >> 8);
     float got[count];  // (count,)
     dequantize_f16(bytes, got, count);
     for (int i = 0; i < count; i++) {

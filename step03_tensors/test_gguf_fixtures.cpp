@@ -12,7 +12,8 @@
 #include "gguf_reader.h"
 #include "test_skip.h"
 
-static void check_lines(const std::vector<std::string>& ours, const std::vector<std::string>& expected) {
+static void check_lines(const std::vector<std::string>& ours,
+                        const std::vector<std::string>& expected) {
     CHECK(ours.size() == expected.size());
     for (size_t i = 0; i < ours.size() && i < expected.size(); i++) CHECK(ours[i] == expected[i]);
 }

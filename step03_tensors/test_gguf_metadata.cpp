@@ -105,9 +105,11 @@ TEST_CASE("nesting is limited to 4 levels of arrays") {
     CHECK(parse_metadata(nested_arrays(3)).get("a").array[0].array[0].array[0].array.empty());
     // levels start at 37 and take 12 bytes each; the 5th array starts at 37 + 4 * 12 = 85
     CHECK_THROWS_WITH_AS(parse_metadata(nested_arrays(4)),
-                         "metadata key 'a' at offset 85: arrays nested deeper than 4 levels", Error);
+                         "metadata key 'a' at offset 85: arrays nested deeper than 4 levels",
+                         Error);
     CHECK_THROWS_WITH_AS(parse_metadata(nested_arrays(100)),
-                         "metadata key 'a' at offset 85: arrays nested deeper than 4 levels", Error);
+                         "metadata key 'a' at offset 85: arrays nested deeper than 4 levels",
+                         Error);
 }
 
 TEST_CASE("the typed getters name the key and both types") {
@@ -155,9 +157,8 @@ TEST_CASE("a duplicate key in the file is named with its pair and offset") {
 TEST_CASE("unknown type ids are rejected") {
     CHECK_THROWS_WITH_AS(parse_metadata(one_pair(13, [](ByteBuilder& f) { f.u64(0); })),
                          "metadata key 'a' at offset 33: unknown value type 13", Error);
-    CHECK_THROWS_WITH_AS(
-        parse_metadata(one_pair(9, [](ByteBuilder& f) { f.u32(99).u64(0); })),
-        "metadata key 'a' at offset 37: unknown array element type 99", Error);
+    CHECK_THROWS_WITH_AS(parse_metadata(one_pair(9, [](ByteBuilder& f) { f.u32(99).u64(0); })),
+                         "metadata key 'a' at offset 37: unknown array element type 99", Error);
     CHECK(gguf_type_name(GgufType(99)) == "type 99");
 }
 
@@ -168,7 +169,8 @@ TEST_CASE("a string length larger than the file is rejected before allocating") 
                          "key of metadata pair 0 at offset 24: string length 1000 exceeds the 13 "
                          "bytes left in the file",
                          Error);
-    ByteBuilder value = one_pair(8, [](ByteBuilder& f) { f.u64(0xffffffffffffffffull).raw("xyz"); });
+    ByteBuilder value =
+        one_pair(8, [](ByteBuilder& f) { f.u64(0xffffffffffffffffull).raw("xyz"); });
     CHECK_THROWS_WITH_AS(parse_metadata(value),
                          "metadata key 'a' at offset 37: string length 18446744073709551615 "
                          "exceeds the 3 bytes left in the file",
@@ -182,7 +184,8 @@ TEST_CASE("an array count larger than the file is rejected before allocating") {
                          "bytes left (each takes at least 4 bytes)",
                          Error);
     // count x element size would overflow 64 bits
-    ByteBuilder huge = one_pair(9, [](ByteBuilder& f) { f.u32(8).u64(0x2000000000000001ull).u64(0); });
+    ByteBuilder huge =
+        one_pair(9, [](ByteBuilder& f) { f.u32(8).u64(0x2000000000000001ull).u64(0); });
     CHECK_THROWS_WITH_AS(parse_metadata(huge),
                          "metadata key 'a' at offset 37: 2305843009213693953 STRING elements "
                          "cannot fit in the 8 bytes left (each takes at least 8 bytes)",
@@ -244,12 +247,14 @@ TEST_CASE("numbers print plainly, floats in their shortest exact form") {
 
 TEST_CASE("strings are quoted, escaped and shortened with their length") {
     CHECK(format_gguf_value(gguf_string("a\"b\\c\nd\te\x01")) == "\"a\\\"b\\\\c\\nd\\te\\x01\"");
-    CHECK(format_gguf_value(gguf_string(std::string(60, 'x'))) == "\"" + std::string(60, 'x') + "\"");
+    CHECK(format_gguf_value(gguf_string(std::string(60, 'x'))) ==
+          "\"" + std::string(60, 'x') + "\"");
     CHECK(format_gguf_value(gguf_string(std::string(100, 'x'))) ==
           "\"" + std::string(60, 'x') + "\"... (100 bytes)");
     // a cut never splits a UTF-8 character: "é" (c3 a9) at bytes 59-60 moves to after the cut
     std::string accented = std::string(59, 'x') + "\xc3\xa9" + std::string(10, 'y');
-    CHECK(format_gguf_value(gguf_string(accented)) == "\"" + std::string(59, 'x') + "\"... (71 bytes)");
+    CHECK(format_gguf_value(gguf_string(accented)) ==
+          "\"" + std::string(59, 'x') + "\"... (71 bytes)");
 }
 
 TEST_CASE("arrays are previewed with a count of what is not shown") {
@@ -258,7 +263,8 @@ TEST_CASE("arrays are previewed with a count of what is not shown") {
     CHECK(format_gguf_value(counting_array(5), 0) == "[... (5 more)]");
     CHECK(format_gguf_value(counting_array(5), 10) == "[1, 2, 3, 4, 5]");
     CHECK(format_gguf_value(counting_array(0)) == "[]");
-    CHECK(format_gguf_value(gguf_array(GgufType::STRING, {gguf_string("!"), gguf_string("\"")})) == "[\"!\", \"\\\"\"]");
+    CHECK(format_gguf_value(gguf_array(GgufType::STRING, {gguf_string("!"), gguf_string("\"")})) ==
+          "[\"!\", \"\\\"\"]");
     GgufValue nested = gguf_array(GgufType::ARRAY, {counting_array(2), counting_array(4)});
     CHECK(format_gguf_value(nested, 2) == "[[1, 2], [1, 2, ... (2 more)]]");
 }

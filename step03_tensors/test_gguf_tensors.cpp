@@ -110,8 +110,8 @@ TEST_CASE("general.alignment must be a UINT32 power of two") {
                          "metadata key 'general.alignment' is 0, must be a power of two", Error);
     ByteBuilder wide;
     wide.header(3, 0, 1).str("general.alignment").u32(10).u64(32);
-    CHECK_THROWS_WITH_AS(parse(wide),
-                         "metadata key 'general.alignment' has type UINT64, expected UINT32", Error);
+    CHECK_THROWS_WITH_AS(
+        parse(wide), "metadata key 'general.alignment' has type UINT64, expected UINT32", Error);
 }
 
 // Most tensor-info errors are found while reading the one info at offset 24.
@@ -126,14 +126,16 @@ static std::string first_info_error(const TensorSpec& tensor) {
 }
 
 TEST_CASE("n_dims must be 1 to 4") {
-    CHECK(first_info_error({"w", {}, 0, 0}) == "tensor 'w' (info at offset 24): n_dims is 0, must be 1 to 4");
+    CHECK(first_info_error({"w", {}, 0, 0}) ==
+          "tensor 'w' (info at offset 24): n_dims is 0, must be 1 to 4");
     CHECK(first_info_error({"w", {1, 1, 1, 1, 1}, 0, 0}) ==
           "tensor 'w' (info at offset 24): n_dims is 5, must be 1 to 4");
     CHECK(first_info_error({"w", {1, 1, 1, 1}, 0, 0}) == "no error");
 }
 
 TEST_CASE("every dimension must be positive") {
-    CHECK(first_info_error({"w", {4, 0}, 0, 0}) == "tensor 'w' (info at offset 24): dimension 1 is 0");
+    CHECK(first_info_error({"w", {4, 0}, 0, 0}) ==
+          "tensor 'w' (info at offset 24): dimension 1 is 0");
     CHECK(first_info_error({"w", {0}, 0, 0}) == "tensor 'w' (info at offset 24): dimension 0 is 0");
 }
 
@@ -148,8 +150,10 @@ TEST_CASE("element and byte counts must not overflow") {
 }
 
 TEST_CASE("the type must be in the table and the row a whole number of blocks") {
-    CHECK(first_info_error({"w", {4}, 31, 0}) == "tensor 'w' (info at offset 24): unknown ggml type id 31");
-    CHECK(first_info_error({"w", {4}, 4, 0}) == "tensor 'w' (info at offset 24): unknown ggml type id 4");
+    CHECK(first_info_error({"w", {4}, 31, 0}) ==
+          "tensor 'w' (info at offset 24): unknown ggml type id 31");
+    CHECK(first_info_error({"w", {4}, 4, 0}) ==
+          "tensor 'w' (info at offset 24): unknown ggml type id 4");
     CHECK(first_info_error({"w", {33, 2}, 2, 0}) ==
           "tensor 'w' (info at offset 24): a row of 33 elements is not a whole number of Q4_0 "
           "blocks (32 elements each)");
@@ -169,8 +173,9 @@ TEST_CASE("names are at most 63 bytes, as ggml requires") {
 }
 
 TEST_CASE("tensor names are unique") {
-    CHECK_THROWS_WITH_AS(parse(tensor_file({{"w", {4}, 0, 0}, {"v", {4}, 0, 32}, {"w", {4}, 0, 64}}, 96)),
-                         "duplicate tensor name 'w' (tensors 0 and 2)", Error);
+    CHECK_THROWS_WITH_AS(
+        parse(tensor_file({{"w", {4}, 0, 0}, {"v", {4}, 0, 32}, {"w", {4}, 0, 64}}, 96)),
+        "duplicate tensor name 'w' (tensors 0 and 2)", Error);
 }
 
 TEST_CASE("a truncated tensor info names the tensor") {
@@ -188,7 +193,8 @@ TEST_CASE("data offsets must be aligned") {
     CHECK(first_info_error({"w", {4}, 0, 4}) ==
           "tensor 'w': data offset 4 is not a multiple of the alignment 32");
     CHECK_THROWS_WITH_AS(parse(tensor_file({{"w", {4}, 0, 64}}, 128, 64 * 2)),
-                         "tensor 'w': data offset 64 is not a multiple of the alignment 128", Error);
+                         "tensor 'w': data offset 64 is not a multiple of the alignment 128",
+                         Error);
 }
 
 TEST_CASE("tensor data must lie inside the file") {

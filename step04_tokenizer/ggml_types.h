@@ -43,10 +43,10 @@ enum class GgmlType : uint32_t {
 };
 
 struct GgmlTypeInfo {
-    const char* name;       // "Q4_K"
-    uint32_t block_size;    // elements per block (1 for plain F32/F16/BF16/integers)
-    uint32_t block_bytes;   // bytes per block
-    bool can_dequantize;    // dequantize.cpp has a routine for it
+    const char* name;      // "Q4_K"
+    uint32_t block_size;   // elements per block (1 for plain F32/F16/BF16/integers)
+    uint32_t block_bytes;  // bytes per block
+    bool can_dequantize;   // dequantize.cpp has a routine for it
 };
 
 // Fails with "unknown ggml type id 31" for retired or unassigned ids.

@@ -215,8 +215,7 @@ int main(int argc, char** argv) {
                 if (file.metadata.has("tokenizer.chat_template"))
                     std::printf("chat template (tokenizer.chat_template):\n%s\n\n",
                                 file.metadata.get_string("tokenizer.chat_template").c_str());
-                else
-                    std::printf("chat template: none in the file; rendering Qwen2.5's ChatML\n\n");
+                else std::printf("chat template: none in the file; rendering Qwen2.5's ChatML\n\n");
                 std::printf("rendered prompt:\n%s\n", text.c_str());
             }
         }

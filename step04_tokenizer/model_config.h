@@ -8,7 +8,7 @@
 #include "gguf_metadata.h"
 
 struct ModelConfig {
-    std::string architecture;  // general.architecture, e.g. "qwen2"
+    std::string architecture;     // general.architecture, e.g. "qwen2"
     uint32_t n_layers = 0;        // <arch>.block_count
     uint32_t d_model = 0;         // <arch>.embedding_length (hidden size)
     uint32_t d_ff = 0;            // <arch>.feed_forward_length
@@ -33,13 +33,13 @@ bool has_model_config(const GgufMetadata& metadata);
 ModelConfig read_model_config(const GgufMetadata& metadata);
 
 struct TokenizerSummary {
-    std::string model;          // tokenizer.ggml.model, "gpt2" for byte-level BPE
-    std::string pre;            // tokenizer.ggml.pre, "qwen2"
-    uint64_t n_tokens = 0;      // tokenizer.ggml.tokens length
-    uint64_t n_merges = 0;      // tokenizer.ggml.merges length
-    int64_t bos_id = -1;        // tokenizer.ggml.bos_token_id, -1 when absent
-    int64_t eos_id = -1;        // tokenizer.ggml.eos_token_id
-    int64_t pad_id = -1;        // tokenizer.ggml.padding_token_id
+    std::string model;               // tokenizer.ggml.model, "gpt2" for byte-level BPE
+    std::string pre;                 // tokenizer.ggml.pre, "qwen2"
+    uint64_t n_tokens = 0;           // tokenizer.ggml.tokens length
+    uint64_t n_merges = 0;           // tokenizer.ggml.merges length
+    int64_t bos_id = -1;             // tokenizer.ggml.bos_token_id, -1 when absent
+    int64_t eos_id = -1;             // tokenizer.ggml.eos_token_id
+    int64_t pad_id = -1;             // tokenizer.ggml.padding_token_id
     bool has_chat_template = false;  // tokenizer.chat_template present
 };
 

@@ -20,18 +20,20 @@ static std::string hex_bytes(const uint8_t* bytes, uint64_t count) {
 // "tensor NAME type=ID dims=A,B offset=REL bytes=N head=HEX tail=HEX", as the script writes it.
 static std::string describe_tensor(const TensorInfo& tensor) {
     std::string dims;
-    for (size_t i = 0; i < tensor.dims.size(); i++) dims += (i ? "," : "") + std::to_string(tensor.dims[i]);
+    for (size_t i = 0; i < tensor.dims.size(); i++)
+        dims += (i ? "," : "") + std::to_string(tensor.dims[i]);
     uint64_t edge = std::min<uint64_t>(8, tensor.n_bytes);
     return strprintf("tensor %s type=%u dims=%s offset=%llu bytes=%llu head=%s tail=%s",
-                     tensor.name.c_str(), tensor.type, dims.c_str(), (unsigned long long)tensor.offset,
-                     (unsigned long long)tensor.n_bytes, hex_bytes(tensor.data, edge).c_str(),
+                     tensor.name.c_str(), tensor.type, dims.c_str(),
+                     (unsigned long long)tensor.offset, (unsigned long long)tensor.n_bytes,
+                     hex_bytes(tensor.data, edge).c_str(),
                      hex_bytes(tensor.data + tensor.n_bytes - edge, edge).c_str());
 }
 
 static void check_tensors_against_fixture(const std::string& path, const std::string& fixture) {
     GgufFile file = open_gguf(path);
-    std::vector<std::string> ours = {
-        strprintf("data alignment=%u offset=%llu", file.alignment, (unsigned long long)file.data_offset)};
+    std::vector<std::string> ours = {strprintf("data alignment=%u offset=%llu", file.alignment,
+                                               (unsigned long long)file.data_offset)};
     for (const TensorInfo& tensor : file.tensors) ours.push_back(describe_tensor(tensor));
 
     std::vector<std::string> expected = fixture_lines(fixture, "data");

@@ -28,28 +28,29 @@
 #include "weights.h"
 
 static void print_usage(std::FILE* out) {
-    std::fprintf(out,
-                 "usage: step05 MODEL.gguf (-p TEXT | -f FILE) [options]\n"
-                 "\n"
-                 "Runs the Qwen2 forward pass on the CPU and prints the greedy continuation as it is\n"
-                 "generated, then a timing line on stderr. There is no KV cache yet: every new token\n"
-                 "re-runs the whole sequence.\n"
-                 "\n"
-                 "  -m MODEL.gguf        the model (or give it as the first argument)\n"
-                 "  -p TEXT              the prompt\n"
-                 "  -f FILE              read the prompt from FILE (its exact bytes)\n"
-                 "  -n N                 tokens to generate (default 32; 0 runs only the prompt)\n"
-                 "  --chat               wrap the prompt in ChatML: Qwen2.5's default system turn,\n"
-                 "                       the prompt as the user turn, then the generation prompt\n"
-                 "  --ids                print the generated token ids instead of text\n"
-                 "  --dump-logits PATH   write the logits of the last prompt position to PATH\n"
-                 "                       (n_vocab little-endian float32 values)\n"
-                 "  -t N                 threads (default: every core)\n"
-                 "  -c N                 context limit in tokens (default and maximum: the model's)\n"
-                 "  -h, --help           show this help\n"
-                 "\n"
-                 "Generation stops after N tokens, at the context limit, or at <|im_end|> or\n"
-                 "<|endoftext|>.\n");
+    std::fprintf(
+        out,
+        "usage: step05 MODEL.gguf (-p TEXT | -f FILE) [options]\n"
+        "\n"
+        "Runs the Qwen2 forward pass on the CPU and prints the greedy continuation as it is\n"
+        "generated, then a timing line on stderr. There is no KV cache yet: every new token\n"
+        "re-runs the whole sequence.\n"
+        "\n"
+        "  -m MODEL.gguf        the model (or give it as the first argument)\n"
+        "  -p TEXT              the prompt\n"
+        "  -f FILE              read the prompt from FILE (its exact bytes)\n"
+        "  -n N                 tokens to generate (default 32; 0 runs only the prompt)\n"
+        "  --chat               wrap the prompt in ChatML: Qwen2.5's default system turn,\n"
+        "                       the prompt as the user turn, then the generation prompt\n"
+        "  --ids                print the generated token ids instead of text\n"
+        "  --dump-logits PATH   write the logits of the last prompt position to PATH\n"
+        "                       (n_vocab little-endian float32 values)\n"
+        "  -t N                 threads (default: every core)\n"
+        "  -c N                 context limit in tokens (default and maximum: the model's)\n"
+        "  -h, --help           show this help\n"
+        "\n"
+        "Generation stops after N tokens, at the context limit, or at <|im_end|> or\n"
+        "<|endoftext|>.\n");
 }
 
 static std::string read_file_bytes(const std::string& path) {
@@ -204,7 +205,8 @@ int main(int argc, char** argv) {
         if (!options.print_ids) std::fputs(decoder.flush().c_str(), stdout);
         if (!first_id) std::printf("\n");
         std::fflush(stdout);  // the text before the timing line, also when stdout is a pipe
-        if (!options.dump_logits_path.empty()) write_f32_le(options.dump_logits_path, prompt_logits);
+        if (!options.dump_logits_path.empty())
+            write_f32_le(options.dump_logits_path, prompt_logits);
 
         // The first token comes from the prompt's pass; each later one costs a pass over the
         // whole sequence so far, so ms/token grows with the length.

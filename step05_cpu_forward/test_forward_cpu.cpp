@@ -161,12 +161,12 @@ TEST_CASE("greedy continuations equal transformers' 16 tokens") {
         std::vector<int32_t> expected = read_ids(kFixtures + c.name + ".greedy.txt");
         REQUIRE(expected.size() == 16);
         std::vector<int32_t> generated;
-        GenerationStats stats = generate_greedy(
-            model.config, model.weights, prompt, 16, int(model.config.context_length), state,
-            [&](int32_t id) {
-                generated.push_back(id);
-                return true;
-            });
+        GenerationStats stats =
+            generate_greedy(model.config, model.weights, prompt, 16,
+                            int(model.config.context_length), state, [&](int32_t id) {
+                                generated.push_back(id);
+                                return true;
+                            });
         CHECK(generated == expected);
         CHECK(stats.n_prompt == c.n_tokens);
         CHECK(stats.n_generated == 16);
@@ -223,8 +223,9 @@ TEST_CASE("generation stops at the context limit and when the callback says so")
     CHECK(stats.n_passes == 2);     // but the pass that chose it was run
 
     std::vector<float> prompt_logits;
-    stats = generate_greedy(model.config, model.weights, prompt, 0, 64, state,
-                            [](int32_t) { return true; }, &prompt_logits);
+    stats = generate_greedy(
+        model.config, model.weights, prompt, 0, 64, state, [](int32_t) { return true; },
+        &prompt_logits);
     CHECK(stats.n_generated == 0);
     CHECK(prompt_logits.size() == size_t(model.weights.n_vocab));
 }
@@ -233,14 +234,14 @@ TEST_CASE("a bad prompt fails with one clear line") {
     const TinyModel& model = tiny_model();
     RunState state;
     auto keep_going = [](int32_t) { return true; };
-    CHECK_THROWS_WITH_AS(
-        generate_greedy(model.config, model.weights, {}, 4, 64, state, keep_going),
-        "the prompt is empty: there is nothing to continue", Error);
+    CHECK_THROWS_WITH_AS(generate_greedy(model.config, model.weights, {}, 4, 64, state, keep_going),
+                         "the prompt is empty: there is nothing to continue", Error);
     CHECK_THROWS_WITH_AS(
         generate_greedy(model.config, model.weights, {1, 2, 3, 4, 5}, 4, 4, state, keep_going),
         "the prompt has 5 tokens, more than the context limit of 4", Error);
-    CHECK_THROWS_WITH_AS(forward(model.config, model.weights, {1, 3005}, state, LogitRows::LastOnly),
-                         "token id 3005 is outside the vocabulary (0..3004)", Error);
+    CHECK_THROWS_WITH_AS(
+        forward(model.config, model.weights, {1, 3005}, state, LogitRows::LastOnly),
+        "token id 3005 is outside the vocabulary (0..3004)", Error);
     CHECK_THROWS_WITH_AS(forward(model.config, model.weights, {}, state, LogitRows::LastOnly),
                          "cannot run the model on an empty sequence", Error);
     ModelConfig short_context = model.config;

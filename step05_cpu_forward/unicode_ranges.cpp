@@ -41,6 +41,4 @@ bool is_whitespace(uint32_t code_point) {
     return in_ranges(kWhitespaceRanges, code_point);
 }
 
-const char* unicode_ranges_version() {
-    return kUnicodeVersion;
-}
+const char* unicode_ranges_version() { return kUnicodeVersion; }

@@ -20,25 +20,28 @@ const TypeEntry kTypes[] = {
     // {id, {name, block size, bytes per block, can_dequantize}}
     {0, {"F32", 1, 4, true}},
     {1, {"F16", 1, 2, true}},
-    {2, {"Q4_0", 32, 18, true}},     // f16 d, 16 bytes of 4-bit q
-    {3, {"Q4_1", 32, 20, true}},     // f16 d, f16 m, 16 bytes of 4-bit q
-    {6, {"Q5_0", 32, 22, true}},     // f16 d, 4 bytes of 5th bits, 16 bytes of 4-bit q
-    {7, {"Q5_1", 32, 24, true}},     // f16 d, f16 m, 4 bytes of 5th bits, 16 bytes of 4-bit q
-    {8, {"Q8_0", 32, 34, true}},     // f16 d, 32 int8
+    {2, {"Q4_0", 32, 18, true}},  // f16 d, 16 bytes of 4-bit q
+    {3, {"Q4_1", 32, 20, true}},  // f16 d, f16 m, 16 bytes of 4-bit q
+    {6, {"Q5_0", 32, 22, true}},  // f16 d, 4 bytes of 5th bits, 16 bytes of 4-bit q
+    {7, {"Q5_1", 32, 24, true}},  // f16 d, f16 m, 4 bytes of 5th bits, 16 bytes of 4-bit q
+    {8, {"Q8_0", 32, 34, true}},  // f16 d, 32 int8
     // Q8_1 is f16 d, f16 s (= d * sum of q), 32 int8 = 36 bytes, as ggml's C struct says.
     // gguf-py's GGML_QUANT_SIZES still lists 40, from an older layout with f32 d and s.
     {9, {"Q8_1", 32, 36, false}},
-    {10, {"Q2_K", 256, 84, true}},   // 16 scale/min bytes, 64 bytes of 2-bit q, f16 d, f16 dmin
-    {11, {"Q3_K", 256, 110, true}},  // 32 bytes high bits, 64 bytes of 2-bit q, 12 scale bytes, f16 d
+    {10, {"Q2_K", 256, 84, true}},  // 16 scale/min bytes, 64 bytes of 2-bit q, f16 d, f16 dmin
+    {11,
+     {"Q3_K", 256, 110, true}},  // 32 bytes high bits, 64 bytes of 2-bit q, 12 scale bytes, f16 d
     {12, {"Q4_K", 256, 144, true}},  // f16 d, f16 dmin, 12 scale bytes, 128 bytes of 4-bit q
     {13, {"Q5_K", 256, 176, true}},  // as Q4_K plus 32 bytes of 5th bits
-    {14, {"Q6_K", 256, 210, true}},  // 128 bytes low 4 bits, 64 bytes high 2 bits, 16 int8 scales, f16 d
+    {14,
+     {"Q6_K", 256, 210,
+      true}},  // 128 bytes low 4 bits, 64 bytes high 2 bits, 16 int8 scales, f16 d
     {15, {"Q8_K", 256, 292, false}},  // f32 d, 256 int8, 16 int16 sums: a dot-product intermediate
     {16, {"IQ2_XXS", 256, 66, false}},
     {17, {"IQ2_XS", 256, 74, false}},
     {18, {"IQ3_XXS", 256, 98, false}},
     {19, {"IQ1_S", 256, 50, false}},
-    {20, {"IQ4_NL", 32, 18, true}},   // f16 d, 16 bytes of 4-bit indices into a fixed table
+    {20, {"IQ4_NL", 32, 18, true}},  // f16 d, 16 bytes of 4-bit indices into a fixed table
     {21, {"IQ3_S", 256, 110, false}},
     {22, {"IQ2_S", 256, 82, false}},
     {23, {"IQ4_XS", 256, 136, false}},
@@ -75,7 +78,6 @@ uint64_t ggml_row_bytes(uint32_t type_id, uint64_t n) {
     uint64_t blocks = n / type.block_size;
     // A lying dimension must not wrap the byte count around to something small.
     if (blocks > UINT64_MAX / type.block_bytes)
-        fail("a row of %llu %s elements is too large to address", (unsigned long long)n,
-             type.name);
+        fail("a row of %llu %s elements is too large to address", (unsigned long long)n, type.name);
     return blocks * type.block_bytes;
 }

@@ -33,34 +33,35 @@
 #include "weights.h"
 
 static void print_usage(std::FILE* out) {
-    std::fprintf(out,
-                 "usage: step06 MODEL.gguf (-p TEXT | -f FILE) [options]\n"
-                 "\n"
-                 "Runs the Qwen2 forward pass on the GPU (naive CUDA kernels) or the CPU and\n"
-                 "prints the greedy continuation as it is generated, then a timing line on\n"
-                 "stderr, with the bandwidth achieved on the GPU. There is no KV cache yet:\n"
-                 "every new token re-runs the whole sequence.\n"
-                 "\n"
-                 "  -m MODEL.gguf        the model (or give it as the first argument)\n"
-                 "  -p TEXT              the prompt\n"
-                 "  -f FILE              read the prompt from FILE (its exact bytes)\n"
-                 "  -n N                 tokens to generate (default 32; 0 runs only the prompt)\n"
-                 "  --chat               wrap the prompt in ChatML: Qwen2.5's default system turn,\n"
-                 "                       the prompt as the user turn, then the generation prompt\n"
-                 "  --ids                print the generated token ids instead of text\n"
-                 "  --dump-logits PATH   write the logits of the last prompt position to PATH\n"
-                 "                       (n_vocab little-endian float32 values)\n"
-                 "  --device cuda|cpu    where the model runs (default: cuda when there is a\n"
-                 "                       GPU, else cpu with a notice)\n"
-                 "  --check              run every step on the GPU and on the CPU, print the\n"
-                 "                       largest difference of their logits and both next\n"
-                 "                       tokens (needs a GPU)\n"
-                 "  -t N                 CPU threads (default: every core)\n"
-                 "  -c N                 context limit in tokens (default and maximum: the model's)\n"
-                 "  -h, --help           show this help\n"
-                 "\n"
-                 "Generation stops after N tokens, at the context limit, or at <|im_end|> or\n"
-                 "<|endoftext|>.\n");
+    std::fprintf(
+        out,
+        "usage: step06 MODEL.gguf (-p TEXT | -f FILE) [options]\n"
+        "\n"
+        "Runs the Qwen2 forward pass on the GPU (naive CUDA kernels) or the CPU and\n"
+        "prints the greedy continuation as it is generated, then a timing line on\n"
+        "stderr, with the bandwidth achieved on the GPU. There is no KV cache yet:\n"
+        "every new token re-runs the whole sequence.\n"
+        "\n"
+        "  -m MODEL.gguf        the model (or give it as the first argument)\n"
+        "  -p TEXT              the prompt\n"
+        "  -f FILE              read the prompt from FILE (its exact bytes)\n"
+        "  -n N                 tokens to generate (default 32; 0 runs only the prompt)\n"
+        "  --chat               wrap the prompt in ChatML: Qwen2.5's default system turn,\n"
+        "                       the prompt as the user turn, then the generation prompt\n"
+        "  --ids                print the generated token ids instead of text\n"
+        "  --dump-logits PATH   write the logits of the last prompt position to PATH\n"
+        "                       (n_vocab little-endian float32 values)\n"
+        "  --device cuda|cpu    where the model runs (default: cuda when there is a\n"
+        "                       GPU, else cpu with a notice)\n"
+        "  --check              run every step on the GPU and on the CPU, print the\n"
+        "                       largest difference of their logits and both next\n"
+        "                       tokens (needs a GPU)\n"
+        "  -t N                 CPU threads (default: every core)\n"
+        "  -c N                 context limit in tokens (default and maximum: the model's)\n"
+        "  -h, --help           show this help\n"
+        "\n"
+        "Generation stops after N tokens, at the context limit, or at <|im_end|> or\n"
+        "<|endoftext|>.\n");
 }
 
 static std::string read_file_bytes(const std::string& path) {
@@ -204,8 +205,7 @@ struct SideBySide {
                      "check: %d steps (their times include the CPU's), largest logit "
                      "difference %.3g; ",
                      n_steps, largest_difference);
-        if (n_disagreements == 0)
-            std::fprintf(stderr, "the next tokens agree at every step\n");
+        if (n_disagreements == 0) std::fprintf(stderr, "the next tokens agree at every step\n");
         else
             std::fprintf(stderr, "the next tokens differ at %d of %d steps\n", n_disagreements,
                          n_steps);
@@ -323,7 +323,8 @@ int main(int argc, char** argv) {
         if (!options.print_ids) std::fputs(decoder.flush().c_str(), stdout);
         if (!first_id) std::printf("\n");
         std::fflush(stdout);  // the text before the timing line, also when stdout is a pipe
-        if (!options.dump_logits_path.empty()) write_f32_le(options.dump_logits_path, prompt_logits);
+        if (!options.dump_logits_path.empty())
+            write_f32_le(options.dump_logits_path, prompt_logits);
 
         // The first token comes from the prompt's pass; each later one costs a pass over the
         // whole sequence so far, so ms/token grows with the length.

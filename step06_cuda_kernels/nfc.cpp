@@ -104,9 +104,8 @@ void order_marks(std::vector<Char>& chars) {
         }
         size_t end = start;
         while (end < chars.size() && chars[end].combining_class != 0) end++;
-        std::stable_sort(chars.begin() + start, chars.begin() + end, [](Char a, Char b) {
-            return a.combining_class < b.combining_class;
-        });
+        std::stable_sort(chars.begin() + start, chars.begin() + end,
+                         [](Char a, Char b) { return a.combining_class < b.combining_class; });
         start = end;
     }
 }
@@ -116,8 +115,8 @@ uint32_t compose_pair(uint32_t first, uint32_t second) {
     if (first - kLeadingBase < kLeadingCount && second - kVowelBase < kVowelCount)  // L + V
         return kSyllableBase +
                ((first - kLeadingBase) * kVowelCount + (second - kVowelBase)) * kTrailingCount;
-    const bool first_is_lv = first - kSyllableBase < kSyllableCount &&
-                             (first - kSyllableBase) % kTrailingCount == 0;
+    const bool first_is_lv =
+        first - kSyllableBase < kSyllableCount && (first - kSyllableBase) % kTrailingCount == 0;
     if (first_is_lv && second > kTrailingBase && second < kTrailingBase + kTrailingCount)
         return first + (second - kTrailingBase);  // LV + T
     const Composition* found = std::lower_bound(
@@ -224,10 +223,8 @@ std::string nfc(std::string_view text) {
             last_class = current.combining_class;
             end += c.length;
         }
-        if (unchanged)
-            out.append(text, pos, end - pos);
-        else
-            normalize_segment(text.substr(pos, end - pos), chars, out);
+        if (unchanged) out.append(text, pos, end - pos);
+        else normalize_segment(text.substr(pos, end - pos), chars, out);
         pos = end;
     }
     return out;

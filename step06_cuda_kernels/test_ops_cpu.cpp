@@ -19,14 +19,16 @@ TEST_CASE("rmsnorm of 1..n divides by sqrt((n+1)(2n+1)/6 + eps)") {
     const float eps = 1e-6f;
     std::vector<float> x(2 * dim), weight(dim), out(2 * dim);  // (2, 37)
     for (int i = 0; i < dim; i++) {
-        x[i] = float(i + 1);   // token 0: 1..37, mean square (38 * 75) / 6 = 475
-        x[dim + i] = -2.0f;    // token 1: constant, mean square 4
+        x[i] = float(i + 1);  // token 0: 1..37, mean square (38 * 75) / 6 = 475
+        x[dim + i] = -2.0f;   // token 1: constant, mean square 4
         weight[i] = 0.5f + 0.25f * float(i % 3);
     }
     rmsnorm(out.data(), x.data(), weight.data(), 2, dim, eps);
     for (int i = 0; i < dim; i++) {
-        CHECK(out[i] == doctest::Approx((i + 1) / std::sqrt(475.0 + eps) * weight[i]).epsilon(1e-6));
-        CHECK(out[dim + i] == doctest::Approx(-2.0 / std::sqrt(4.0 + eps) * weight[i]).epsilon(1e-6));
+        CHECK(out[i] ==
+              doctest::Approx((i + 1) / std::sqrt(475.0 + eps) * weight[i]).epsilon(1e-6));
+        CHECK(out[dim + i] ==
+              doctest::Approx(-2.0 / std::sqrt(4.0 + eps) * weight[i]).epsilon(1e-6));
     }
     rmsnorm(x.data(), x.data(), weight.data(), 2, dim, eps);  // in place gives the same
     CHECK(x == out);
@@ -61,8 +63,8 @@ TEST_CASE("rope rotates element i with element i + head_dim/2 by pos * base^(-2i
 
 TEST_CASE("rope at position 0 changes nothing and later positions rotate pairs, keeping length") {
     const int head_dim = 4;  // angles: pos * 16^0 = pos and pos * 16^(-1/2) = pos / 4
-    std::vector<float> x = {1.0f, 2.0f, 3.0f, 4.0f,    // token 0 (position 5)
-                            1.0f, 2.0f, 3.0f, 4.0f};   // token 1 (position 6)
+    std::vector<float> x = {1.0f, 2.0f, 3.0f, 4.0f,   // token 0 (position 5)
+                            1.0f, 2.0f, 3.0f, 4.0f};  // token 1 (position 6)
     std::vector<float> unchanged = x;
     rope(unchanged.data(), 2, 1, head_dim, 0, 16.0f);
     CHECK(unchanged[0] == 1.0f);
@@ -195,7 +197,8 @@ TEST_CASE("matmul of an F16 matrix with awkward sizes is exact on small integers
     for (int t = 0; t < n_tokens; t++)
         for (int i = 0; i < in_dim; i++) x[t * in_dim + i] = float(t + i);
     std::vector<float> out(n_tokens * out_dim);  // (n_tokens, out_dim)
-    matmul(out.data(), x.data(), w.bytes.data(), uint32_t(GgmlType::F16), n_tokens, in_dim, out_dim);
+    matmul(out.data(), x.data(), w.bytes.data(), uint32_t(GgmlType::F16), n_tokens, in_dim,
+           out_dim);
     for (int t = 0; t < n_tokens; t++) {
         for (int o = 0; o < out_dim; o++) {
             // sum_i (o - i)(t + i) = 7ot + 21(o - t) - 91, with sum i = 21, sum i^2 = 91
@@ -224,10 +227,10 @@ TEST_CASE("matmul dequantizes hand-made Q8_0 rows") {
     std::vector<float> out(2 * out_dim);
     matmul(out.data(), x.data(), w.bytes.data(), uint32_t(GgmlType::Q8_0), 2, in_dim, out_dim);
     // sum_j (j - 16) over j = 0..31 = 496 - 512 = -16
-    CHECK(out[0] == doctest::Approx(0.5 * -16 + -0.25 * -16));   // row 0, all ones
-    CHECK(out[1] == doctest::Approx(1.0 * -16 + -0.5 * -16));    // row 1, all ones
-    CHECK(out[2] == doctest::Approx(0.5 * -16));                 // row 0, first block only
-    CHECK(out[3] == doctest::Approx(1.0 * -16));                 // row 1, first block only
+    CHECK(out[0] == doctest::Approx(0.5 * -16 + -0.25 * -16));  // row 0, all ones
+    CHECK(out[1] == doctest::Approx(1.0 * -16 + -0.5 * -16));   // row 1, all ones
+    CHECK(out[2] == doctest::Approx(0.5 * -16));                // row 0, first block only
+    CHECK(out[3] == doctest::Approx(1.0 * -16));                // row 1, first block only
 }
 
 // Q4_K super-block of 256: f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of

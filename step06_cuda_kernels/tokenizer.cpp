@@ -172,9 +172,7 @@ std::string Tokenizer::token_bytes(int32_t id) const {
     return token_bytes_[size_t(id)];
 }
 
-int32_t Tokenizer::n_vocab() const {
-    return int32_t(vocabulary_.tokens.size());
-}
+int32_t Tokenizer::n_vocab() const { return int32_t(vocabulary_.tokens.size()); }
 
 int32_t Tokenizer::find_token(const std::string& token_text) const {
     auto it = id_of_text_.find(token_text);
@@ -186,9 +184,7 @@ bool Tokenizer::is_end_of_generation(int32_t id) const {
            end_of_generation_ids_.end();
 }
 
-const Vocabulary& Tokenizer::vocabulary() const {
-    return vocabulary_;
-}
+const Vocabulary& Tokenizer::vocabulary() const { return vocabulary_; }
 
 StreamDecoder::StreamDecoder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
 
@@ -200,10 +196,8 @@ static std::string take_complete_text(std::string& pending, bool final) {
     while (pos < pending.size()) {
         const Utf8Char c = decode_utf8(pending, pos);
         if (c.status == Utf8Status::Truncated && !final) break;
-        if (c.status == Utf8Status::Valid)
-            text.append(pending, pos, c.length);
-        else
-            text += kReplacementCharacter;
+        if (c.status == Utf8Status::Valid) text.append(pending, pos, c.length);
+        else text += kReplacementCharacter;
         pos += c.length;
     }
     pending.erase(0, pos);
@@ -215,6 +209,4 @@ std::string StreamDecoder::push(int32_t id) {
     return take_complete_text(pending_, false);
 }
 
-std::string StreamDecoder::flush() {
-    return take_complete_text(pending_, true);
-}
+std::string StreamDecoder::flush() { return take_complete_text(pending_, true); }

@@ -61,7 +61,8 @@ private:
     const LoadProgress& progress_;
 };
 
-Weights load_weights(const GgufFile& file, const ModelConfig& config, const LoadProgress& progress) {
+Weights load_weights(const GgufFile& file, const ModelConfig& config,
+                     const LoadProgress& progress) {
     if (config.architecture != "qwen2")
         fail("architecture '%s' is not supported (only qwen2)", config.architecture.c_str());
     const TensorInfo& embeddings = file.get("token_embd.weight");
@@ -101,6 +102,7 @@ Weights load_weights(const GgufFile& file, const ModelConfig& config, const Load
     }
     weights.output_norm = checker.vector("output_norm.weight", d);
     weights.tied_output = tied;
-    weights.output = tied ? weights.token_embd : checker.matrix("output.weight", d, uint32_t(n_vocab));
+    weights.output =
+        tied ? weights.token_embd : checker.matrix("output.weight", d, uint32_t(n_vocab));
     return weights;
 }

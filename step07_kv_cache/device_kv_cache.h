@@ -9,11 +9,11 @@
 
 struct DeviceKVCache {
     int n_layers = 0;
-    int capacity = 0;        // positions it can hold: the context limit
-    int kv_dim = 0;          // n_kv_heads * head_dim
-    int n_filled = 0;        // positions 0..n_filled-1 hold their keys and values
-    DeviceBuffer<float> k;   // (n_layers, capacity, kv_dim)
-    DeviceBuffer<float> v;   // (n_layers, capacity, kv_dim)
+    int capacity = 0;       // positions it can hold: the context limit
+    int kv_dim = 0;         // n_kv_heads * head_dim
+    int n_filled = 0;       // positions 0..n_filled-1 hold their keys and values
+    DeviceBuffer<float> k;  // (n_layers, capacity, kv_dim)
+    DeviceBuffer<float> v;  // (n_layers, capacity, kv_dim)
 
     float* keys(int layer) { return k.data() + size_t(layer) * capacity * kv_dim; }
     float* values(int layer) { return v.data() + size_t(layer) * capacity * kv_dim; }

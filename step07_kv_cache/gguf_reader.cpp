@@ -39,8 +39,8 @@ InputFile::~InputFile() {
 
 void GgufReader::require(uint64_t count, const char* what) const {
     if (count > bytes_left())
-        fail("unexpected end of file reading %s at offset %llu: need %llu bytes, %llu left",
-             what, (unsigned long long)offset_, (unsigned long long)count,
+        fail("unexpected end of file reading %s at offset %llu: need %llu bytes, %llu left", what,
+             (unsigned long long)offset_, (unsigned long long)count,
              (unsigned long long)bytes_left());
 }
 
@@ -58,6 +58,7 @@ uint64_t GgufReader::read_le(int byte_count, const char* what) {
     uint8_t bytes[8];
     read_bytes(bytes, uint64_t(byte_count), what);
     uint64_t value = 0;
-    for (int i = byte_count - 1; i >= 0; i--) value = (value << 8) | bytes[i];  // byte 0 is least significant
+    for (int i = byte_count - 1; i >= 0; i--)
+        value = (value << 8) | bytes[i];  // byte 0 is least significant
     return value;
 }

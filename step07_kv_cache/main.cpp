@@ -36,36 +36,37 @@
 #include "weights.h"
 
 static void print_usage(std::FILE* out) {
-    std::fprintf(out,
-                 "usage: step07 MODEL.gguf (-p TEXT | -f FILE) [options]\n"
-                 "\n"
-                 "Runs the Qwen2 forward pass on the GPU (naive CUDA kernels) or the CPU and\n"
-                 "prints the greedy continuation as it is generated, then a timing line on\n"
-                 "stderr, with the bandwidth achieved on the GPU. A KV cache keeps every\n"
-                 "position's keys and values: the prompt runs once (prefill), then each new\n"
-                 "token costs one position's pass (decode).\n"
-                 "\n"
-                 "  -m MODEL.gguf        the model (or give it as the first argument)\n"
-                 "  -p TEXT              the prompt\n"
-                 "  -f FILE              read the prompt from FILE (its exact bytes)\n"
-                 "  -n N                 tokens to generate (default 32; 0 runs only the prompt)\n"
-                 "  --chat               wrap the prompt in ChatML: Qwen2.5's default system turn,\n"
-                 "                       the prompt as the user turn, then the generation prompt\n"
-                 "  --ids                print the generated token ids instead of text\n"
-                 "  --dump-logits PATH   write the logits of the last prompt position to PATH\n"
-                 "                       (n_vocab little-endian float32 values)\n"
-                 "  --device cuda|cpu    where the model runs (default: cuda when there is a\n"
-                 "                       GPU, else cpu with a notice)\n"
-                 "  --check              run every step on the GPU and on the CPU, print the\n"
-                 "                       largest difference of their logits and both next\n"
-                 "                       tokens (needs a GPU)\n"
-                 "  -t N                 CPU threads (default: every core)\n"
-                 "  -c N                 context limit in tokens, the KV cache's size (default: the\n"
-                 "                       model's context length or 4096, whichever is smaller)\n"
-                 "  -h, --help           show this help\n"
-                 "\n"
-                 "Generation stops after N tokens, at the context limit, or at <|im_end|> or\n"
-                 "<|endoftext|>.\n");
+    std::fprintf(
+        out,
+        "usage: step07 MODEL.gguf (-p TEXT | -f FILE) [options]\n"
+        "\n"
+        "Runs the Qwen2 forward pass on the GPU (naive CUDA kernels) or the CPU and\n"
+        "prints the greedy continuation as it is generated, then a timing line on\n"
+        "stderr, with the bandwidth achieved on the GPU. A KV cache keeps every\n"
+        "position's keys and values: the prompt runs once (prefill), then each new\n"
+        "token costs one position's pass (decode).\n"
+        "\n"
+        "  -m MODEL.gguf        the model (or give it as the first argument)\n"
+        "  -p TEXT              the prompt\n"
+        "  -f FILE              read the prompt from FILE (its exact bytes)\n"
+        "  -n N                 tokens to generate (default 32; 0 runs only the prompt)\n"
+        "  --chat               wrap the prompt in ChatML: Qwen2.5's default system turn,\n"
+        "                       the prompt as the user turn, then the generation prompt\n"
+        "  --ids                print the generated token ids instead of text\n"
+        "  --dump-logits PATH   write the logits of the last prompt position to PATH\n"
+        "                       (n_vocab little-endian float32 values)\n"
+        "  --device cuda|cpu    where the model runs (default: cuda when there is a\n"
+        "                       GPU, else cpu with a notice)\n"
+        "  --check              run every step on the GPU and on the CPU, print the\n"
+        "                       largest difference of their logits and both next\n"
+        "                       tokens (needs a GPU)\n"
+        "  -t N                 CPU threads (default: every core)\n"
+        "  -c N                 context limit in tokens, the KV cache's size (default: the\n"
+        "                       model's context length or 4096, whichever is smaller)\n"
+        "  -h, --help           show this help\n"
+        "\n"
+        "Generation stops after N tokens, at the context limit, or at <|im_end|> or\n"
+        "<|endoftext|>.\n");
 }
 
 static std::string read_file_bytes(const std::string& path) {
@@ -211,8 +212,7 @@ struct SideBySide {
                      "check: %d steps (their times include the CPU's), largest logit "
                      "difference %.3g; ",
                      n_steps, largest_difference);
-        if (n_disagreements == 0)
-            std::fprintf(stderr, "the next tokens agree at every step\n");
+        if (n_disagreements == 0) std::fprintf(stderr, "the next tokens agree at every step\n");
         else
             std::fprintf(stderr, "the next tokens differ at %d of %d steps\n", n_disagreements,
                          n_steps);
@@ -304,14 +304,15 @@ int main(int argc, char** argv) {
         // One cache for each device that runs the model (both with --check).
         const bool on_the_cpu = device == Device::Cpu || options.check;
         KVCache cache = on_the_cpu ? make_kv_cache(config, context_limit) : KVCache();
-        DeviceKVCache device_cache = device == Device::Cuda
-                                         ? make_device_kv_cache(config, context_limit)
-                                         : DeviceKVCache();
-        std::fprintf(stderr, "KV cache: %d positions x %u layers x %u floats for K and V: %.2f MiB%s\n",
+        DeviceKVCache device_cache =
+            device == Device::Cuda ? make_device_kv_cache(config, context_limit) : DeviceKVCache();
+        std::fprintf(stderr,
+                     "KV cache: %d positions x %u layers x %u floats for K and V: %.2f MiB%s\n",
                      context_limit, config.n_layers, config.n_kv_heads * config.head_dim,
                      kv_cache_bytes(config, context_limit) / 1048576.0,
-                     options.check ? " on each device" : device == Device::Cuda ? " on the GPU"
-                                                                                 : " on the CPU");
+                     options.check            ? " on each device"
+                     : device == Device::Cuda ? " on the GPU"
+                                              : " on the CPU");
 
         RunState state;
         DeviceRunState device_state;
@@ -346,11 +347,14 @@ int main(int argc, char** argv) {
         if (!options.print_ids) std::fputs(decoder.flush().c_str(), stdout);
         if (!first_id) std::printf("\n");
         std::fflush(stdout);  // the text before the timing line, also when stdout is a pipe
-        if (!options.dump_logits_path.empty()) write_f32_le(options.dump_logits_path, prompt_logits);
+        if (!options.dump_logits_path.empty())
+            write_f32_le(options.dump_logits_path, prompt_logits);
 
         if (stats.context_full)
-            std::fprintf(stderr, "context full: all %d positions of the KV cache are used "
-                                 "(-c sets how many); generation stopped\n", context_limit);
+            std::fprintf(stderr,
+                         "context full: all %d positions of the KV cache are used "
+                         "(-c sets how many); generation stopped\n",
+                         context_limit);
         // The first token comes from the prompt's pass (prefill); each later one costs a pass
         // over one position (decode), whose attention reads every cached position.
         std::fprintf(stderr, "prompt: %d tokens in %.1f ms (%.1f tokens/s)", stats.n_prompt,

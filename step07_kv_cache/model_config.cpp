@@ -45,8 +45,8 @@ ModelConfig read_model_config(const GgufMetadata& metadata) {
     config.rms_eps = read_positive_float(metadata, prefix + "attention.layer_norm_rms_epsilon");
 
     if (config.d_model % config.n_heads != 0)
-        fail("%sembedding_length %u is not divisible by %sattention.head_count %u",
-             prefix.c_str(), config.d_model, prefix.c_str(), config.n_heads);
+        fail("%sembedding_length %u is not divisible by %sattention.head_count %u", prefix.c_str(),
+             config.d_model, prefix.c_str(), config.n_heads);
     config.head_dim = config.d_model / config.n_heads;
     // Grouped-query attention: each key/value head serves n_heads / n_kv_heads query heads.
     if (config.n_heads % config.n_kv_heads != 0)
@@ -70,7 +70,8 @@ ModelConfig read_model_config(const GgufMetadata& metadata) {
 }
 
 // A special token id, -1 when the key is absent; fails if it names no token.
-static int64_t read_token_id(const GgufMetadata& metadata, const std::string& key, uint64_t n_tokens) {
+static int64_t read_token_id(const GgufMetadata& metadata, const std::string& key,
+                             uint64_t n_tokens) {
     if (!metadata.has(key)) return -1;
     uint32_t id = metadata.get_u32(key);
     if (id >= n_tokens)
@@ -82,7 +83,8 @@ static int64_t read_token_id(const GgufMetadata& metadata, const std::string& ke
 TokenizerSummary read_tokenizer_summary(const GgufMetadata& metadata) {
     TokenizerSummary summary;
     summary.n_tokens = metadata.string_array_length("tokenizer.ggml.tokens");
-    if (metadata.has("tokenizer.ggml.model")) summary.model = metadata.get_string("tokenizer.ggml.model");
+    if (metadata.has("tokenizer.ggml.model"))
+        summary.model = metadata.get_string("tokenizer.ggml.model");
     if (metadata.has("tokenizer.ggml.pre")) summary.pre = metadata.get_string("tokenizer.ggml.pre");
     if (metadata.has("tokenizer.ggml.merges"))
         summary.n_merges = metadata.string_array_length("tokenizer.ggml.merges");

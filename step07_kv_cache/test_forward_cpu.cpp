@@ -164,16 +164,15 @@ TEST_CASE("greedy continuations equal transformers' 16 tokens") {
         REQUIRE(expected.size() == 16);
         std::vector<int32_t> generated;
         KVCache cache = make_kv_cache(model.config, int(model.config.context_length));
-        GenerationStats stats = generate_greedy(
-            model.config, model.weights, prompt, 16, cache, state,
-            [&](int32_t id) {
+        GenerationStats stats =
+            generate_greedy(model.config, model.weights, prompt, 16, cache, state, [&](int32_t id) {
                 generated.push_back(id);
                 return true;
             });
         CHECK(generated == expected);
         CHECK(stats.n_prompt == c.n_tokens);
         CHECK(stats.n_generated == 16);
-        CHECK(stats.n_passes == 15);  // the first token comes from the prompt's pass
+        CHECK(stats.n_passes == 15);               // the first token comes from the prompt's pass
         CHECK(cache.n_filled == c.n_tokens + 15);  // the last token was never run
     }
 }
@@ -235,8 +234,9 @@ TEST_CASE("generation stops at the context limit and when the callback says so")
 
     std::vector<float> prompt_logits;
     cache.clear();
-    stats = generate_greedy(model.config, model.weights, prompt, 0, cache, state,
-                            [](int32_t) { return true; }, &prompt_logits);
+    stats = generate_greedy(
+        model.config, model.weights, prompt, 0, cache, state, [](int32_t) { return true; },
+        &prompt_logits);
     CHECK(stats.n_generated == 0);
     CHECK(prompt_logits.size() == size_t(model.weights.n_vocab));
 }
@@ -255,8 +255,9 @@ TEST_CASE("a bad prompt fails with one clear line") {
     CHECK_THROWS_WITH_AS(
         forward(model.config, model.weights, {1, 3005}, cache, state, LogitRows::LastOnly),
         "token id 3005 is outside the vocabulary (0..3004)", Error);
-    CHECK_THROWS_WITH_AS(forward(model.config, model.weights, {}, cache, state, LogitRows::LastOnly),
-                         "cannot run the model on an empty sequence", Error);
+    CHECK_THROWS_WITH_AS(
+        forward(model.config, model.weights, {}, cache, state, LogitRows::LastOnly),
+        "cannot run the model on an empty sequence", Error);
     CHECK(cache.n_filled == 0);  // nothing was added by the refused passes
     forward(model.config, model.weights, {1, 2, 3}, cache, state, LogitRows::All);
     CHECK_THROWS_WITH_AS(forward(model.config, model.weights, {4, 5}, cache, state, LogitRows::All),
@@ -265,9 +266,9 @@ TEST_CASE("a bad prompt fails with one clear line") {
     CHECK_THROWS_WITH_AS(make_kv_cache(model.config, 0),
                          "a KV cache of 0 positions does not fit the model's context length 1024",
                          Error);
-    CHECK_THROWS_WITH_AS(make_kv_cache(model.config, 1025),
-                         "a KV cache of 1025 positions does not fit the model's context length 1024",
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        make_kv_cache(model.config, 1025),
+        "a KV cache of 1025 positions does not fit the model's context length 1024", Error);
 }
 
 // A copy of the tiny model's directory (same metadata, tensors pointing into the same

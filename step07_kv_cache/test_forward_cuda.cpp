@@ -226,9 +226,8 @@ TEST_CASE("a bad sequence fails on the GPU path with the CPU path's messages") {
         gpu::forward(model.config, weights, {1, 3005}, cache, state, LogitRows::All),
         "token id 3005 is outside the vocabulary (0..3004)", Error);
     cache.n_filled = 3;
-    CHECK_THROWS_WITH_AS(
-        gpu::forward(model.config, weights, {1, 2}, cache, state, LogitRows::All),
-        "the context is full: 3 positions used, 2 more do not fit in 4", Error);
+    CHECK_THROWS_WITH_AS(gpu::forward(model.config, weights, {1, 2}, cache, state, LogitRows::All),
+                         "the context is full: 3 positions used, 2 more do not fit in 4", Error);
     CHECK(cache.n_filled == 3);
     CHECK_THROWS_WITH_AS(make_device_kv_cache(model.config, 0),
                          "a KV cache of 0 positions does not fit the model's context length 1024",

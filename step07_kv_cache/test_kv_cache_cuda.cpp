@@ -73,8 +73,8 @@ TEST_CASE("GPU: prefill in one pass, in chunks, and token by token give the same
     for (int i = 0; i < 23; i++) ids.push_back((i * 331 + 17) % 3000);
     std::vector<float> one_pass = gpu_logits_in_passes(model, weights, ids, {23});
     std::vector<int> one_by_one(23, 1);
-    for (const std::vector<int>& passes : {std::vector<int>{5, 7, 11}, std::vector<int>{1, 21, 1},
-                                           one_by_one}) {
+    for (const std::vector<int>& passes :
+         {std::vector<int>{5, 7, 11}, std::vector<int>{1, 21, 1}, one_by_one}) {
         CAPTURE(passes.size());
         check_close(gpu_logits_in_passes(model, weights, ids, passes), one_pass,
                     kCachedAgainstRecomputed, model.weights.n_vocab);
@@ -107,11 +107,10 @@ TEST_CASE("GPU: cached greedy decoding sees the logits of recomputing, and the C
     KVCache cpu_cache = make_kv_cache(model.config, 64);
     RunState cpu_state;
     std::vector<int32_t> cpu_sequence = prompt;
-    generate_greedy(model.config, model.weights, prompt, 24, cpu_cache, cpu_state,
-                    [&](int32_t id) {
-                        cpu_sequence.push_back(id);
-                        return true;
-                    });
+    generate_greedy(model.config, model.weights, prompt, 24, cpu_cache, cpu_state, [&](int32_t id) {
+        cpu_sequence.push_back(id);
+        return true;
+    });
     CHECK(cpu_sequence == sequence);
 
     // Without the cache: every position at once, as step06 computes each token's logits.

@@ -162,8 +162,8 @@ TEST_CASE("gpu::attention equals attention: causal mask, softmax, grouped-query 
     if (!gpu_or_skip()) return;
     // (n_tokens, n_heads, n_kv_heads, head_dim, first_position): a prefill from position 0,
     // then new tokens over cached positions, down to one query over 1000 (a decode step).
-    const int shapes[][5] = {{1, 1, 1, 7, 0},     {7, 4, 2, 6, 0},   {33, 12, 2, 128, 0},
-                             {1000, 2, 1, 64, 0}, {40, 6, 6, 33, 0}, {1, 14, 2, 64, 0},
+    const int shapes[][5] = {{1, 1, 1, 7, 0},     {7, 4, 2, 6, 0},     {33, 12, 2, 128, 0},
+                             {1000, 2, 1, 64, 0}, {40, 6, 6, 33, 0},   {1, 14, 2, 64, 0},
                              {7, 4, 2, 64, 33},   {1, 12, 2, 128, 999}};
     for (const auto& shape : shapes) {
         const int n_tokens = shape[0], n_heads = shape[1], n_kv_heads = shape[2];
@@ -179,8 +179,8 @@ TEST_CASE("gpu::attention equals attention: causal mask, softmax, grouped-query 
         std::vector<float> k = random_values(kv_size, 10, -2.0f, 2.0f);
         std::vector<float> v = random_values(kv_size, 11);
         std::vector<float> expected(q_size);
-        attention(expected.data(), q.data(), k.data(), v.data(), n_tokens, first_position,
-                  n_heads, n_kv_heads, head_dim);
+        attention(expected.data(), q.data(), k.data(), v.data(), n_tokens, first_position, n_heads,
+                  n_kv_heads, head_dim);
 
         DeviceBuffer<float> device_q(q), device_k(k), device_v(v), out(q_size);
         gpu::attention(out.data(), device_q.data(), device_k.data(), device_v.data(), n_tokens,

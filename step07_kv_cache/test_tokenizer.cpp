@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "nfc.h"
+#include "test_gguf_values.h"
 #include "test_skip.h"
 #include "test_tokenizer_fixtures.h"
 #include "tokenizer.h"
 #include "utf8.h"
-#include "test_gguf_values.h"
 
 static std::string ids_to_string(const std::vector<int32_t>& ids) {
     std::string text;
@@ -256,10 +256,8 @@ static GgufMetadata vocabulary_metadata(const std::string& skip = "",
     };
     GgufMetadata metadata;
     for (auto& [key, value] : keys) {
-        if (key != skip)
-            metadata.add(key, value);
-        else if (replacement)
-            metadata.add(key, *replacement);
+        if (key != skip) metadata.add(key, value);
+        else if (replacement) metadata.add(key, *replacement);
     }
     return metadata;
 }

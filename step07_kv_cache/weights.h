@@ -50,12 +50,12 @@ struct LayerWeights {
 };
 
 struct Weights {
-    int n_vocab = 0;                  // rows of token_embd
-    WeightMatrix token_embd;          // (n_vocab, d_model)
+    int n_vocab = 0;                   // rows of token_embd
+    WeightMatrix token_embd;           // (n_vocab, d_model)
     std::vector<LayerWeights> layers;  // (n_layers)
-    std::vector<float> output_norm;   // (d_model)
-    WeightMatrix output;              // (n_vocab, d_model): token_embd itself when tied
-    bool tied_output = false;         // output.weight was absent
+    std::vector<float> output_norm;    // (d_model)
+    WeightMatrix output;               // (n_vocab, d_model): token_embd itself when tied
+    bool tied_output = false;          // output.weight was absent
 };
 
 // Called after each tensor is checked, e.g. to print "loading: 12/38 tensors checked".

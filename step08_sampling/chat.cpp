@@ -81,14 +81,13 @@ std::vector<GenerationStats> run_chat(const ChatModel& model, const Tokenizer& t
 
         StreamDecoder decoder(tokenizer);
         std::vector<int32_t> reply;
-        GenerationStats stats = generate(
-            model.step, new_tokens, settings.max_new_tokens, free_positions, sampler,
-            [&](int32_t id) {
-                if (tokenizer.is_end_of_generation(id)) return false;
-                out << decoder.push(id) << std::flush;
-                reply.push_back(id);
-                return true;
-            });
+        GenerationStats stats = generate(model.step, new_tokens, settings.max_new_tokens,
+                                         free_positions, sampler, [&](int32_t id) {
+                                             if (tokenizer.is_end_of_generation(id)) return false;
+                                             out << decoder.push(id) << std::flush;
+                                             reply.push_back(id);
+                                             return true;
+                                         });
         out << decoder.flush() << "\n" << std::flush;
         // The reply's exact bytes, as the model's tokens spell them: the cache holds those.
         const std::string reply_text = tokenizer.decode(reply);

@@ -98,8 +98,8 @@ void forward(const ModelConfig& config, const DeviceWeights& weights,
 }
 
 int32_t next_token(const ModelConfig& config, const DeviceWeights& weights,
-                   const std::vector<int32_t>& new_ids, DeviceKVCache& cache,
-                   DeviceRunState& state, std::vector<float>* logits) {
+                   const std::vector<int32_t>& new_ids, DeviceKVCache& cache, DeviceRunState& state,
+                   std::vector<float>* logits) {
     forward(config, weights, new_ids, cache, state, LogitRows::LastOnly);
     if (logits) *logits = state.logits.download();
     return argmax(state.logits.data(), weights.n_vocab);

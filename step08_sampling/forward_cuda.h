@@ -43,7 +43,7 @@ void forward(const ModelConfig& config, const DeviceWeights& weights,
 // the argmax of the last position taken on the GPU, and its logits copied to the host only
 // when asked for.
 int32_t next_token(const ModelConfig& config, const DeviceWeights& weights,
-                   const std::vector<int32_t>& new_ids, DeviceKVCache& cache,
-                   DeviceRunState& state, std::vector<float>* logits);
+                   const std::vector<int32_t>& new_ids, DeviceKVCache& cache, DeviceRunState& state,
+                   std::vector<float>* logits);
 
 }  // namespace gpu

@@ -17,9 +17,10 @@ GgufHeader read_gguf_header(GgufReader& reader) {
     header.version = reader.read_u32("version");
     // A big-endian file stores version 3 as 00 00 00 03, which reads here as 0x03000000.
     if ((header.version & 0xffff) == 0)
-        fail("GGUF version 0x%08x looks byte-swapped: this is a big-endian file, and only "
-             "little-endian files are supported",
-             header.version);
+        fail(
+            "GGUF version 0x%08x looks byte-swapped: this is a big-endian file, and only "
+            "little-endian files are supported",
+            header.version);
     if (header.version == 1)
         fail("GGUF version 1 is not supported (it used 32-bit counts): re-convert the model");
     if (header.version != 2 && header.version != 3)
@@ -31,17 +32,20 @@ GgufHeader read_gguf_header(GgufReader& reader) {
     // Reject counts that cannot fit before anyone sizes an allocation by them.
     uint64_t room = reader.bytes_left();
     if (header.tensor_count > room / kMinTensorInfoBytes)
-        fail("tensor count %llu cannot fit in the %llu bytes after the header "
-             "(each tensor info takes at least %llu bytes)",
-             (unsigned long long)header.tensor_count, (unsigned long long)room,
-             (unsigned long long)kMinTensorInfoBytes);
+        fail(
+            "tensor count %llu cannot fit in the %llu bytes after the header "
+            "(each tensor info takes at least %llu bytes)",
+            (unsigned long long)header.tensor_count, (unsigned long long)room,
+            (unsigned long long)kMinTensorInfoBytes);
     if (header.metadata_kv_count > room / kMinMetadataPairBytes)
-        fail("metadata count %llu cannot fit in the %llu bytes after the header "
-             "(each key/value pair takes at least %llu bytes)",
-             (unsigned long long)header.metadata_kv_count, (unsigned long long)room,
-             (unsigned long long)kMinMetadataPairBytes);
+        fail(
+            "metadata count %llu cannot fit in the %llu bytes after the header "
+            "(each key/value pair takes at least %llu bytes)",
+            (unsigned long long)header.metadata_kv_count, (unsigned long long)room,
+            (unsigned long long)kMinMetadataPairBytes);
     if (header.tensor_count * kMinTensorInfoBytes +
-            header.metadata_kv_count * kMinMetadataPairBytes > room)
+            header.metadata_kv_count * kMinMetadataPairBytes >
+        room)
         fail("%llu tensors and %llu metadata pairs cannot fit in the %llu bytes after the header",
              (unsigned long long)header.tensor_count, (unsigned long long)header.metadata_kv_count,
              (unsigned long long)room);

@@ -12,7 +12,7 @@
 // An open, read-only file (or an in-memory buffer, for tests) and its size in bytes.
 class InputFile {
 public:
-    explicit InputFile(const std::string& path);                 // fails: "cannot open 'path': ..."
+    explicit InputFile(const std::string& path);  // fails: "cannot open 'path': ..."
     static InputFile from_memory(const void* data, size_t size);  // a copy-free view, for tests
     ~InputFile();
     InputFile(InputFile&& other) noexcept;

@@ -19,11 +19,11 @@
 
 struct TensorInfo {
     std::string name;
-    std::vector<uint64_t> dims;  // ne0 first (fastest varying)
-    uint32_t type = 0;           // a GgmlType id
-    uint64_t offset = 0;         // from the start of the data section
-    uint64_t n_elements = 0;     // product of dims
-    uint64_t n_bytes = 0;        // from the type table
+    std::vector<uint64_t> dims;     // ne0 first (fastest varying)
+    uint32_t type = 0;              // a GgmlType id
+    uint64_t offset = 0;            // from the start of the data section
+    uint64_t n_elements = 0;        // product of dims
+    uint64_t n_bytes = 0;           // from the type table
     const uint8_t* data = nullptr;  // into the mapped file, set once the file is mapped
 
     uint64_t n_rows() const { return n_elements / dims[0]; }  // every dim but ne0

@@ -18,8 +18,8 @@ static float dot(const float* a, const float* b, int n) {
     return sum;
 }
 
-void embedding(float* out, const void* table, uint32_t table_type, const int32_t* ids,
-               int n_tokens, int dim) {
+void embedding(float* out, const void* table, uint32_t table_type, const int32_t* ids, int n_tokens,
+               int dim) {
     const uint8_t* rows = static_cast<const uint8_t*>(table);
     uint64_t row_bytes = ggml_row_bytes(table_type, uint64_t(dim));
     for (int t = 0; t < n_tokens; t++)
@@ -39,8 +39,8 @@ void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int 
     // END SOLUTION
 }
 
-void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens,
-            int in_dim, int out_dim) {
+void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens, int in_dim,
+            int out_dim) {
     // BEGIN SOLUTION step05 matmul
     const uint8_t* rows = static_cast<const uint8_t*>(w);
     uint64_t row_bytes = ggml_row_bytes(w_type, uint64_t(in_dim));

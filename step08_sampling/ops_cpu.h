@@ -14,8 +14,8 @@
 
 // out[t] = the row ids[t] of an embedding table stored as ggml type `table_type`, with
 // `dim` elements per row. The caller checks that every id is a row of the table.
-void embedding(float* out, const void* table, uint32_t table_type, const int32_t* ids,
-               int n_tokens, int dim);
+void embedding(float* out, const void* table, uint32_t table_type, const int32_t* ids, int n_tokens,
+               int dim);
 
 // RMSNorm: out[t][i] = x[t][i] / sqrt(mean_i(x[t][i]^2) + eps) * weight[i].
 // `out` may be `x`.
@@ -24,8 +24,8 @@ void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int 
 // out = x @ W^T: out[t][o] = sum_i x[t][i] * W[o][i], where W has `out_dim` rows of `in_dim`
 // elements stored as ggml type `w_type` (the GGUF layout of an HF Linear weight [out, in]).
 // Each row of W is dequantized once and then used for every token.
-void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens,
-            int in_dim, int out_dim);
+void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens, int in_dim,
+            int out_dim);
 
 // x[t][i] += bias[i] for every token.
 void add_bias(float* x, const float* bias, int n_tokens, int dim);

@@ -240,9 +240,8 @@ void attention(float* out, const float* q, const float* k, const float* v, int n
                int first_position, int n_heads, int n_kv_heads, int head_dim) {
     int64_t n_threads = int64_t(n_tokens) * n_heads;
     if (n_threads == 0) return;
-    attention_kernel<<<blocks_for(n_threads), kBlockSize>>>(out, q, k, v, n_tokens,
-                                                            first_position, n_heads, n_kv_heads,
-                                                            head_dim);
+    attention_kernel<<<blocks_for(n_threads), kBlockSize>>>(out, q, k, v, n_tokens, first_position,
+                                                            n_heads, n_kv_heads, head_dim);
     check_launch("attention_kernel");
 }
 

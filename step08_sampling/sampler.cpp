@@ -107,9 +107,7 @@ int32_t draw(const std::vector<Candidate>& candidates, double uniform) {
     // END SOLUTION
 }
 
-double uniform_unit(std::mt19937_64& generator) {
-    return double(generator() >> 11) * 0x1.0p-53;
-}
+double uniform_unit(std::mt19937_64& generator) { return double(generator() >> 11) * 0x1.0p-53; }
 
 int32_t sample_token(Sampler& sampler, const float* logits, int n_vocab) {
     const SamplerSettings& settings = sampler.settings;

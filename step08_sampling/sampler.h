@@ -28,13 +28,13 @@
 
 // Defaults are Qwen2.5-Instruct's generation_config.json; the names are llama.cpp's flags.
 struct SamplerSettings {
-    float temperature = 0.7f;     // --temp; 0 is greedy
-    int top_k = 20;               // --top-k; 0 keeps every token
-    float top_p = 0.8f;           // --top-p; 1 keeps every token
-    float min_p = 0.0f;           // --min-p; 0 keeps every token
-    float repeat_penalty = 1.05f; // --repeat-penalty; 1 changes nothing
-    int repeat_last_n = 64;       // --repeat-last-n: how far back the penalty looks
-    uint64_t seed = 0;            // --seed
+    float temperature = 0.7f;      // --temp; 0 is greedy
+    int top_k = 20;                // --top-k; 0 keeps every token
+    float top_p = 0.8f;            // --top-p; 1 keeps every token
+    float min_p = 0.0f;            // --min-p; 0 keeps every token
+    float repeat_penalty = 1.05f;  // --repeat-penalty; 1 changes nothing
+    int repeat_last_n = 64;        // --repeat-last-n: how far back the penalty looks
+    uint64_t seed = 0;             // --seed
 };
 
 // A token still in the running after the filters.
@@ -46,7 +46,7 @@ struct Candidate {
 
 struct Sampler {
     SamplerSettings settings;
-    std::mt19937_64 generator;  // its output sequence for a seed is fixed by the C++ standard
+    std::mt19937_64 generator;   // its output sequence for a seed is fixed by the C++ standard
     std::deque<int32_t> recent;  // the last repeat_last_n tokens of the sequence, oldest first
     std::vector<float> logits;   // (n_vocab) the penalized copy of the model's logits
     std::vector<Candidate> candidates;  // most likely first
@@ -66,7 +66,7 @@ int32_t sample_token(Sampler& sampler, const float* logits, int n_vocab);
 void apply_repetition_penalty(std::vector<float>& logits, const std::deque<int32_t>& recent,
                               float penalty);
 std::vector<Candidate> sorted_candidates(const std::vector<float>& logits, float temperature,
-                                         int top_k);  // applies temperature and top-k
+                                         int top_k);             // applies temperature and top-k
 void compute_probabilities(std::vector<Candidate>& candidates);  // softmax over the candidates
 void keep_top_p(std::vector<Candidate>& candidates, float top_p);
 void keep_min_p(std::vector<Candidate>& candidates, float min_p);

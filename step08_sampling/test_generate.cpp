@@ -88,7 +88,7 @@ TEST_CASE("temperature 0 is transformers' greedy continuation, whatever the othe
 }
 
 TEST_CASE("a seed fixes the sampled tokens; another seed gives others") {
-    SamplerSettings settings;  // Qwen's defaults
+    SamplerSettings settings;     // Qwen's defaults
     settings.temperature = 1.5f;  // the tiny model's random weights are nearly flat; spread them
     settings.top_p = 1.0f;
     settings.seed = 5;

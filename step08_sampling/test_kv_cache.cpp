@@ -44,8 +44,8 @@ int count_mismatches(const std::vector<float>& ours, const std::vector<float>& r
     double worst_excess = 0.0;
     size_t worst = 0;
     for (size_t i = 0; i < reference.size(); i++) {
-        double excess = std::fabs(double(ours[i]) - reference[i]) -
-                        (1e-4 + 1e-4 * std::fabs(reference[i]));
+        double excess =
+            std::fabs(double(ours[i]) - reference[i]) - (1e-4 + 1e-4 * std::fabs(reference[i]));
         if (!(excess <= 0.0)) {
             if (mismatches < 5)
                 report += strprintf("  position %zu, column %zu: cached %.6f, recomputed %.6f\n",
@@ -97,8 +97,7 @@ TEST_CASE("new queries over cached keys equal the same rows of one causal pass")
     std::vector<float> k = random_vector(n_tokens * n_kv_heads * head_dim);
     std::vector<float> v = random_vector(n_tokens * n_kv_heads * head_dim);
     std::vector<float> all(q.size()), newest(q.size() - first * n_heads * head_dim);
-    attention(all.data(), q.data(), k.data(), v.data(), n_tokens, 0, n_heads, n_kv_heads,
-              head_dim);
+    attention(all.data(), q.data(), k.data(), v.data(), n_tokens, 0, n_heads, n_kv_heads, head_dim);
     attention(newest.data(), q.data() + first * n_heads * head_dim, k.data(), v.data(),
               n_tokens - first, first, n_heads, n_kv_heads, head_dim);
     // The same numbers in the same order: equal to the last bit.
@@ -111,8 +110,8 @@ TEST_CASE("prefill in one pass, in chunks, and token by token give the same logi
     for (int i = 0; i < 23; i++) ids.push_back((i * 331 + 17) % 3000);
     std::vector<float> one_pass = logits_in_passes(model, ids, {23});
     std::vector<int> one_by_one(23, 1);
-    for (const std::vector<int>& passes : {std::vector<int>{5, 7, 11}, std::vector<int>{1, 21, 1},
-                                           one_by_one}) {
+    for (const std::vector<int>& passes :
+         {std::vector<int>{5, 7, 11}, std::vector<int>{1, 21, 1}, one_by_one}) {
         CAPTURE(passes.size());
         std::string report;
         int mismatches = count_mismatches(logits_in_passes(model, ids, passes), one_pass,

@@ -43,7 +43,9 @@ void* operator new(size_t size, const std::nothrow_t&) noexcept {
         return nullptr;
     }
 }
-void* operator new[](size_t size, const std::nothrow_t& tag) noexcept { return operator new(size, tag); }
+void* operator new[](size_t size, const std::nothrow_t& tag) noexcept {
+    return operator new(size, tag);
+}
 void operator delete(void* memory, const std::nothrow_t&) noexcept { std::free(memory); }
 void operator delete[](void* memory, const std::nothrow_t&) noexcept { std::free(memory); }
 void operator delete(void* memory) noexcept { std::free(memory); }
@@ -88,7 +90,8 @@ static bool tensors_inside(const GgufFile& file, const uint8_t* bytes, uint64_t 
 static std::vector<uint8_t> read_whole_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     REQUIRE_MESSAGE(in, "cannot open " << path);
-    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in),
+                                std::istreambuf_iterator<char>());
 }
 
 TEST_CASE("the tiny model cut short anywhere in its directory is rejected") {
@@ -108,8 +111,9 @@ TEST_CASE("the tiny model cut short anywhere in its directory is rejected") {
     }
     g_counting = false;
     size_t largest_allocation = g_largest_request;
-    std::printf("robustness: %zu of %lld truncations rejected in %.0f ms; largest allocation %zu bytes\n",
-                rejected, (long long)directory + 1, timer.elapsed_ms(), largest_allocation);
+    std::printf(
+        "robustness: %zu of %lld truncations rejected in %.0f ms; largest allocation %zu bytes\n",
+        rejected, (long long)directory + 1, timer.elapsed_ms(), largest_allocation);
     CHECK(parsed == 0);  // every prefix lacks at least the tensor data
     CHECK(rejected == size_t(directory) + 1);
     CHECK(largest_allocation <= model.size());
@@ -146,9 +150,10 @@ TEST_CASE("the tiny model with random bytes overwritten is rejected or stays ins
     }
     g_counting = false;
     size_t largest_allocation = g_largest_request;
-    std::printf("robustness: %zu of %d mutants rejected, %zu of %zu parsed ones with a tensor "
-                "outside the file, in %.0f ms; largest allocation %zu bytes\n",
-                rejected, kMutants, outside, parsed, timer.elapsed_ms(), largest_allocation);
+    std::printf(
+        "robustness: %zu of %d mutants rejected, %zu of %zu parsed ones with a tensor "
+        "outside the file, in %.0f ms; largest allocation %zu bytes\n",
+        rejected, kMutants, outside, parsed, timer.elapsed_ms(), largest_allocation);
     CHECK(outside == 0);
     // Both outcomes occur, so neither the rejection nor the bounds property holds vacuously.
     CHECK(rejected > 0);

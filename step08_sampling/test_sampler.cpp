@@ -56,8 +56,7 @@ std::vector<int> count_draws(const SamplerSettings& settings, const std::vector<
 // 5 sigma with probability 6e-7 per count, so whatever seed is fixed, a failure means a wrong
 // distribution, not bad luck. At n = 20000 the bound is still tight: 5 sigma at p = 0.25 is
 // 0.015, far less than the errors the checks below are built to catch.
-void check_frequencies(const std::vector<int>& counts, const std::vector<double>& expected,
-                       int n) {
+void check_frequencies(const std::vector<int>& counts, const std::vector<double>& expected, int n) {
     for (size_t id = 0; id < expected.size(); id++) {
         const double mean = n * expected[id];
         const double sigma = std::sqrt(n * expected[id] * (1.0 - expected[id]));
@@ -162,7 +161,7 @@ TEST_CASE("top-p keeps the smallest most-likely-first set with probability >= p"
     CHECK(kept(0.75f) == std::vector<int32_t>{1, 3, 2});     // 0.7 < 0.75 <= 0.9
     CHECK(kept(0.95f) == std::vector<int32_t>{1, 3, 2, 0});  // needs all four
     CHECK(kept(1.0f) == std::vector<int32_t>{1, 3, 2, 0});
-    CHECK(kept(0.01f) == std::vector<int32_t>{1});           // never less than one
+    CHECK(kept(0.01f) == std::vector<int32_t>{1});  // never less than one
 }
 
 TEST_CASE("min-p keeps the tokens at least min_p times as likely as the best") {
@@ -199,7 +198,7 @@ TEST_CASE("temperature 0, and a temperature near 0, are greedy") {
         std::vector<float> logits(3000);
         for (float& logit : logits) logit = normal(random);
         const int best = argmax(logits.data(), 3000);
-        logits[best] += 1.0f;  // a clear winner: at T = 0.01 the runner-up has p < e^-100
+        logits[best] += 1.0f;      // a clear winner: at T = 0.01 the runner-up has p < e^-100
         SamplerSettings settings;  // Qwen's defaults, but for the temperature
         settings.repeat_penalty = 1.0f;
         settings.seed = trial;

@@ -50,10 +50,8 @@ inline std::vector<FixtureRecord> read_fixture_records(const std::string& path) 
             if (current.comment.empty()) current.comment = line.substr(line.size() > 1 ? 2 : 1);
         } else {
             const size_t space = line.find(' ');
-            if (space == std::string::npos)
-                current.fields.emplace_back(line, "");
-            else
-                current.fields.emplace_back(line.substr(0, space), line.substr(space + 1));
+            if (space == std::string::npos) current.fields.emplace_back(line, "");
+            else current.fields.emplace_back(line.substr(0, space), line.substr(space + 1));
         }
     }
     finish();
