@@ -142,6 +142,10 @@ grade: ## in a student tree: build the step's checks, one row per function to wr
 model: ## fetch Qwen2.5-Coder-0.5B-Instruct into models/ (SIZE=1.5b: the 1.5B one), sha256-checked
 	@SIZE=$(or $(SIZE),0.5b) tools/fetch_model.sh
 
+format: ## clang-format every C++ and CUDA source in place (.clang-format; apt: clang-format)
+	clang-format -i $$(git ls-files 'step*/*.cpp' 'step*/*.h' 'step*/*.cu' 'common/*.h' \
+	    'common/*.cpp' 'tools/*.cpp' 'tools/*.cu')
+
 clean: ## remove build outputs and the stepNN binaries
 	rm -rf build $(addprefix step,$(STEPS))
 
