@@ -56,7 +56,7 @@ export QWEN_TOKENIZER_DIR
 .PHONY: help test check-docs setup setup-torch deps nvcc clean diff bench demo model assignment grade $(addprefix step,$(STEPS)) $(addprefix test-step,$(STEPS))
 
 help: ## list the targets
-	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 16
+	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | sed -E 's/:.*## /\t/' | expand -t 16
 	@echo "stepNN          build ./stepNN (NN = $(STEPS))"
 	@echo "test-stepNN     build and run step NN's checks"
 
