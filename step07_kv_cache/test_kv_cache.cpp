@@ -15,26 +15,10 @@
 #include "kv_cache.h"
 #include "model_config.h"
 #include "ops_cpu.h"
+#include "test_tiny_model.h"
 #include "weights.h"
 
 namespace {
-
-struct Model {
-    GgufFile file;
-    ModelConfig config;
-    Weights weights;
-};
-
-const Model& tiny_model() {
-    static const Model model = [] {
-        Model m;
-        m.file = open_gguf("models/tiny-qwen2.gguf");
-        m.config = read_model_config(m.file.metadata);
-        m.weights = load_weights(m.file, m.config);
-        return m;
-    }();
-    return model;
-}
 
 // Counts the values where |ours - reference| > 1e-4 + 1e-4 |reference| and describes the
 // first few and the worst one (row = position, column = token id).
@@ -65,7 +49,7 @@ int count_mismatches(const std::vector<float>& ours, const std::vector<float>& r
 
 // The logits of every position of `ids`, running the positions in passes of the given sizes
 // (which add up to ids.size()) on one cache.
-std::vector<float> logits_in_passes(const Model& model, const std::vector<int32_t>& ids,
+std::vector<float> logits_in_passes(const LoadedModel& model, const std::vector<int32_t>& ids,
                                     const std::vector<int>& pass_sizes) {
     KVCache cache = make_kv_cache(model.config, int(ids.size()));
     RunState state;
@@ -105,7 +89,7 @@ TEST_CASE("new queries over cached keys equal the same rows of one causal pass")
 }
 
 TEST_CASE("prefill in one pass, in chunks, and token by token give the same logits") {
-    const Model& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     std::vector<int32_t> ids;
     for (int i = 0; i < 23; i++) ids.push_back((i * 331 + 17) % 3000);
     std::vector<float> one_pass = logits_in_passes(model, ids, {23});
@@ -122,7 +106,7 @@ TEST_CASE("prefill in one pass, in chunks, and token by token give the same logi
 }
 
 TEST_CASE("greedy decoding on the cache sees the logits of recomputing the whole sequence") {
-    const Model& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     const std::vector<int32_t> prompt = {785, 2840, 315, 279, 1484, 1372, 13};
     KVCache cache = make_kv_cache(model.config, 64);
     RunState state;
@@ -148,7 +132,7 @@ TEST_CASE("greedy decoding on the cache sees the logits of recomputing the whole
 }
 
 TEST_CASE("the cache's size is 2 x layers x positions x kv_dim floats") {
-    const Model& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     KVCache cache = make_kv_cache(model.config, 100);
     CHECK(cache.kv_dim == 2 * 64);
     CHECK(cache.k.size() == size_t(3) * 100 * 128);

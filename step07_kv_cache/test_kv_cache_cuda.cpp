@@ -15,26 +15,10 @@
 #include "kv_cache.h"
 #include "model_config.h"
 #include "test_gpu.h"
+#include "test_tiny_model.h"
 #include "weights.h"
 
 namespace {
-
-struct Model {
-    GgufFile file;
-    ModelConfig config;
-    Weights weights;
-};
-
-const Model& tiny_model() {
-    static const Model model = [] {
-        Model m;
-        m.file = open_gguf("models/tiny-qwen2.gguf");
-        m.config = read_model_config(m.file.metadata);
-        m.weights = load_weights(m.file, m.config);
-        return m;
-    }();
-    return model;
-}
 
 // Cached and recomputed logits are the same operations on the same numbers, except that a
 // one-position pass sums attention over the cache in a kernel launch of its own; the float
@@ -44,7 +28,7 @@ const Tolerance kCachedAgainstRecomputed = {1e-3, 0.0};
 
 // The logits of every position of `ids` on the GPU, running the positions in passes of the
 // given sizes (which add up to ids.size()) on one cache.
-std::vector<float> gpu_logits_in_passes(const Model& model, const DeviceWeights& weights,
+std::vector<float> gpu_logits_in_passes(const LoadedModel& model, const DeviceWeights& weights,
                                         const std::vector<int32_t>& ids,
                                         const std::vector<int>& pass_sizes) {
     DeviceKVCache cache = make_device_kv_cache(model.config, int(ids.size()));
@@ -67,7 +51,7 @@ std::vector<float> gpu_logits_in_passes(const Model& model, const DeviceWeights&
 
 TEST_CASE("GPU: prefill in one pass, in chunks, and token by token give the same logits") {
     if (!gpu_or_skip()) return;
-    const Model& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     DeviceWeights weights = upload_weights(model.weights, WeightPrecision::F32);
     std::vector<int32_t> ids;
     for (int i = 0; i < 23; i++) ids.push_back((i * 331 + 17) % 3000);
@@ -83,7 +67,7 @@ TEST_CASE("GPU: prefill in one pass, in chunks, and token by token give the same
 
 TEST_CASE("GPU: cached greedy decoding sees the logits of recomputing, and the CPU's tokens") {
     if (!gpu_or_skip()) return;
-    const Model& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     DeviceWeights weights = upload_weights(model.weights, WeightPrecision::F32);
     const std::vector<int32_t> prompt = {785, 2840, 315, 279, 1484, 1372, 13};
     const int n_vocab = model.weights.n_vocab;

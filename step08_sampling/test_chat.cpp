@@ -10,6 +10,7 @@
 #include "chat.h"
 #include "chat_template.h"
 #include "test_skip.h"
+#include "test_tiny_model.h"
 #include "test_tokenizer_fixtures.h"
 
 namespace {
@@ -31,23 +32,6 @@ std::string rendered_of(const FixtureRecord& record) {
     return render_chatml(messages_of(record), record.get("generation_prompt") == "1");
 }
 
-struct TinyModel {
-    GgufFile file;
-    ModelConfig config;
-    Weights weights;
-};
-
-const TinyModel& tiny_model() {
-    static const TinyModel model = [] {
-        TinyModel m;
-        m.file = open_gguf("models/tiny-qwen2.gguf");
-        m.config = read_model_config(m.file.metadata);
-        m.weights = load_weights(m.file, m.config);
-        return m;
-    }();
-    return model;
-}
-
 struct ChatRun {
     std::vector<GenerationStats> replies;
     std::string out, log;
@@ -55,7 +39,7 @@ struct ChatRun {
 };
 
 ChatRun chat(const std::string& input, int max_new_tokens, int capacity = 512) {
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     KVCache cache = make_kv_cache(model.config, capacity);
     RunState state;
     SamplerSettings sampling;

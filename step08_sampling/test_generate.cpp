@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,40 +17,16 @@
 #include "kv_cache.h"
 #include "model_config.h"
 #include "sampler.h"
+#include "test_forward_fixtures.h"
 #include "test_gpu.h"
+#include "test_tiny_model.h"
 #include "weights.h"
 
 namespace {
 
-struct Model {
-    GgufFile file;
-    ModelConfig config;
-    Weights weights;
-};
-
-const Model& tiny_model() {
-    static const Model model = [] {
-        Model m;
-        m.file = open_gguf("models/tiny-qwen2.gguf");
-        m.config = read_model_config(m.file.metadata);
-        m.weights = load_weights(m.file, m.config);
-        return m;
-    }();
-    return model;
-}
-
-std::vector<int32_t> read_ids(const std::string& path) {
-    std::ifstream in(path);
-    REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-    std::vector<int32_t> ids;
-    int32_t id;
-    while (in >> id) ids.push_back(id);
-    return ids;
-}
-
 std::vector<int32_t> generate_ids(const std::vector<int32_t>& prompt, int n,
                                   const SamplerSettings& settings, Sampler* keep = nullptr) {
-    const Model& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     KVCache cache = make_kv_cache(model.config, 256);
     RunState state;
     Sampler sampler = make_sampler(settings);
@@ -80,8 +55,8 @@ TEST_CASE("temperature 0 is transformers' greedy continuation, whatever the othe
     while (cases >> name >> n_tokens >> n_vocab) {
         CAPTURE(name);
         const std::string stem = "tests/fixtures/forward/" + name;
-        CHECK(generate_ids(read_ids(stem + ".ids.txt"), 16, settings) ==
-              read_ids(stem + ".greedy.txt"));
+        CHECK(generate_ids(read_fixture_ids(stem + ".ids.txt"), 16, settings) ==
+              read_fixture_ids(stem + ".greedy.txt"));
         checked++;
     }
     CHECK(checked >= 3);
@@ -112,7 +87,7 @@ TEST_CASE("the sampler remembers the prompt and each accepted token, the last N 
 
 TEST_CASE("on the GPU, temperature 0 gives the CPU's tokens") {
     if (!gpu_or_skip()) return;
-    const Model& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     DeviceWeights weights = upload_weights(model.weights);  // F16, as the program runs it
     DeviceKVCache cache = make_device_kv_cache(model.config, 256);
     DeviceRunState state;
@@ -126,7 +101,8 @@ TEST_CASE("on the GPU, temperature 0 gives the CPU's tokens") {
     int n_tokens, n_vocab;
     while (cases >> name >> n_tokens >> n_vocab) {
         CAPTURE(name);
-        const std::vector<int32_t> prompt = read_ids("tests/fixtures/forward/" + name + ".ids.txt");
+        const std::vector<int32_t> prompt =
+            read_fixture_ids("tests/fixtures/forward/" + name + ".ids.txt");
         cache.clear();
         Sampler sampler = make_sampler(settings);
         std::vector<int32_t> on_the_gpu;
