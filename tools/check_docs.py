@@ -26,11 +26,9 @@ Three kinds of check, each item counted once in the summary line
    A block is skipped, with the reason printed, when an HTML comment on the line before its fence
    says so: <!-- check-docs: skip: REASON --> (timings, GPU runs, output of a whole test run), when
    it uses a file under models/ or ../shared/ that is not here (the real model, the real
-   vocabulary, a generated full-size model), when it runs a CUDA step and nvcc is missing, or when
-   its article is listed in IN_PROGRESS (being written: references and links are checked).
+   vocabulary, a generated full-size model), or when it runs a CUDA step and nvcc is missing.
 
-3. Links. Every relative markdown link [text](target) points to a file that exists (a missing
-   article of IN_PROGRESS is skipped).
+3. Links. Every relative markdown link [text](target) points to a file that exists.
 
 The step programs a block runs (./step01 ...) are built with make before the first block that runs
 them (a skipped block builds nothing). Standard library only.
@@ -58,8 +56,6 @@ SKIP_MARK = re.compile(r"<!--\s*check-docs:\s*skip:\s*(.*?)\s*-->")
 TIMING = re.compile(r"\d\s*(?:ms|s|µs|us|ns|tokens/s|tok/s|MB/s|GB/s|GiB/s|MiB/s)\b")
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
 COMMAND_TIMEOUT_S = 60
-# Articles being written: their references and links are checked, their transcripts not yet run.
-IN_PROGRESS = set()
 
 
 class Results:
@@ -141,8 +137,6 @@ def check_text(article, start, lines, context, results):
         path = os.path.normpath(os.path.join(os.path.dirname(article), target.split("#")[0]))
         if os.path.exists(path):
             results.ok()
-        elif os.path.basename(path) in IN_PROGRESS:
-            results.skip(where_of(line_of(match.start())), f"link target {target}: an article in progress, not there yet")
         else:
             results.fail(where_of(line_of(match.start())), f"link target {target} does not exist")
 
@@ -348,8 +342,6 @@ def main():
             if not body or not body[0].startswith("$ "):
                 continue
             skip_reason = None
-            if os.path.basename(article) in IN_PROGRESS:
-                skip_reason = "article in progress (IN_PROGRESS in tools/check_docs.py): transcript not re-run"
             previous = fence_line - 2
             while previous >= 0 and not lines[previous].strip():
                 previous -= 1
