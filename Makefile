@@ -53,7 +53,7 @@ BUILDABLE      := $(if $(HAVE_NVCC),$(STEPS),$(filter-out $(CUDA_STEPS),$(STEPS)
 QWEN_TOKENIZER_DIR ?= $(abspath ../shared/qwen-tokenizer)
 export QWEN_TOKENIZER_DIR
 
-.PHONY: help test check-docs setup setup-torch deps nvcc clean diff bench demo model assignment grade $(addprefix step,$(STEPS)) $(addprefix test-step,$(STEPS))
+.PHONY: help test test-real check-docs setup setup-torch deps nvcc clean diff bench demo model assignment grade $(addprefix step,$(STEPS)) $(addprefix test-step,$(STEPS))
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | sed -E 's/:.*## /\t/' | expand -t 16
@@ -106,6 +106,12 @@ test: export ASSIGNMENT_CXX = $(CXX) $(CXXFLAGS)
 test: export ASSIGNMENT_LDFLAGS = $(LDFLAGS)
 test: export ASSIGNMENT_CUDA_LDLIBS = $(CUDA_LDLIBS)
 test: export ASSIGNMENT_NVCC = $(HAVE_NVCC)
+
+# The real model that tests/fixtures/real_model/ was computed from (make model fetches it).
+REAL_MODEL ?= models/qwen2.5-coder-0.5b-instruct.gguf
+
+test-real: $(foreach n,$(BUILDABLE),$(BUILD)/test_step$(n)) ## the checks on the real model (make model first); they skip without it
+	@QWEN_REAL_MODEL=$(abspath $(REAL_MODEL)) tools/run_tests.sh --once --real $^
 
 check-docs: ## the articles against the code: `FILE: NAME` references, quoted output re-run, links
 	@tools/check_docs.py

@@ -9,12 +9,16 @@
 #       unchanged together with everything they test (tools/unchanged_checks.py) are left out,
 #       since they already ran in the step before; --no-nvcc names the CUDA steps that could
 #       not be built here, each counted as one skipped check with the reason.
+#   tools/run_tests.sh [--once] --real BINARY...
+#       only the checks of the doctest suite "real_model" (the real downloaded model, found
+#       through QWEN_REAL_MODEL); every other run leaves that suite out.
 set -u
 cd "$(dirname "$0")/.."
-once=0 no_nvcc=""
+once=0 no_nvcc="" suite="-tse=real_model"
 while [ $# -gt 0 ]; do
     case $1 in
         --once) once=1; shift ;;
+        --real) suite="-ts=real_model"; shift ;;
         --no-nvcc) no_nvcc=$2; shift 2 ;;
         *) break ;;
     esac
@@ -43,6 +47,8 @@ for binary in "$@"; do
     echo "=== $binary"
     filter=""
     [ "$once" = 1 ] && filter=$(exclusions_for "$binary")
+    # The suite choice is for the step test binaries; the check scripts take no arguments.
+    case $(basename "$binary") in test_step[0-9][0-9]) filter="$suite $filter" ;; esac
     log=$(mktemp)
     "$binary" $filter 2>&1 | tee "$log"
     status=${PIPESTATUS[0]}
