@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes random-weight Qwen2 GGUF models: the built-in tiny test model, and full-scale
-Qwen2.5-0.5B / 1.5B shaped models for memory and speed checks.
+Qwen2.5-0.5B / 1.5B / 7B shaped models for memory and speed checks.
 
 Run from the repository root:
 
@@ -8,12 +8,16 @@ Run from the repository root:
         -> models/tiny-qwen2.gguf and models/tiny-qwen2.tokenizer.json (both committed)
     python3 tools/make_tiny_model.py --preset 0.5b --types q8_0 -o models/qwen2.5-0.5b-random-q8_0.gguf
     python3 tools/make_tiny_model.py --preset 1.5b --types q4_k_m -o models/qwen2.5-1.5b-random-q4_k_m.gguf
+    python3 tools/make_tiny_model.py --preset 7b --types q4_k_m -o models/qwen2.5-7b-random-q4_k_m.gguf
         (--types is f16, q8_0 or q4_k_m; full-scale files are git-ignored, never commit them)
+    --as-published: lay a full-scale file out as Qwen's published GGUF files are (see
+        plan_tensors); with --types q4_k_m its tensors then have the very types of those files.
     --vocab PATH: the real Qwen vocabulary (default $QWEN_TOKENIZER_DIR/tokenizer.json; the
         full-scale presets also take a vocab-only .gguf such as qwen-bpe-vocab.gguf)
 
 Needs numpy, gguf==0.19.0 and tokenizers (tools/requirements.txt). Every run writes the same bytes:
-each tensor draws from its own generator seeded by (--seed, crc32 of the tensor name).
+each tensor draws from its own generator seeded by (--seed, crc32 of the tensor name), so worker
+processes can generate the tensors in parallel and the file does not depend on their number.
 
 The tiny model (random weights, Qwen2 architecture and metadata exactly as convert_hf_to_gguf writes
 them for Qwen2.5):
@@ -41,12 +45,16 @@ but IQ4_NL's (added later, and checked by step03's dequantization fixtures only)
 Quantized tensors are written as raw block bytes, since gguf-py cannot quantize K-quants: the quant
 fields are random bits, and the f16 scale (and min) fields are set so that the dequantized tensor has
 the wanted standard deviation and roughly zero mean. After writing, the script re-opens the file with
-gguf.GGUFReader, dequantizes every tensor with gguf.quants and checks values and statistics; for the
-tiny model it also runs a small numpy forward pass to check that the network is numerically tame.
+gguf.GGUFReader, checks every tensor's name, type and shape, dequantizes tensors with gguf.quants and
+checks values and statistics: every value of the tiny model, and a sample of rows (the first and
+the last) of every tensor of a full-scale one, whose full dequantization in numpy would take minutes.
+For the tiny model it also runs a small numpy forward pass to check that the network is numerically
+tame.
 """
 
 import argparse
 import json
+import multiprocessing
 import os
 import sys
 import time
@@ -65,13 +73,17 @@ def default_vocab() -> str | None:
     return str(Path(directory) / "tokenizer.json") if directory else None
 
 
+# n_vocab is the HF config's vocab_size, the embedding's row count; the converter pads the token
+# list up to it with [PAD{id}] tokens. tied: the HF config's tie_word_embeddings.
 PRESETS = {
     "tiny": dict(name="tiny-qwen2 (random weights)", n_layer=3, d_model=256, d_ffn=512, n_head=4,
-                 n_head_kv=2, context=1024, n_bpe=3000),
+                 n_head_kv=2, context=1024, n_bpe=3000, tied=True),
     "0.5b": dict(name="Qwen2.5-0.5B shape (random weights)", n_layer=24, d_model=896, d_ffn=4864,
-                 n_head=14, n_head_kv=2, context=32768),
+                 n_head=14, n_head_kv=2, context=32768, n_vocab=151936, tied=True),
     "1.5b": dict(name="Qwen2.5-1.5B shape (random weights)", n_layer=28, d_model=1536, d_ffn=8960,
-                 n_head=12, n_head_kv=2, context=32768),
+                 n_head=12, n_head_kv=2, context=32768, n_vocab=151936, tied=True),
+    "7b": dict(name="Qwen2.5-7B shape (random weights)", n_layer=28, d_model=3584, d_ffn=18944,
+               n_head=28, n_head_kv=4, context=32768, n_vocab=152064, tied=False),
 }
 ROPE_FREQ_BASE = 1000000.0
 RMS_EPS = 1e-6
@@ -185,7 +197,9 @@ def full_vocab_from_json(real_json, n_vocab):
     return Vocab(tokens, types, merges, id_of["<|endoftext|>"], id_of["<|im_end|>"], id_of["<|endoftext|>"])
 
 
-def full_vocab_from_gguf(path):
+def full_vocab_from_gguf(path, n_vocab):
+    """The vocabulary of a vocab-only GGUF, padded with [PAD{id}] tokens up to n_vocab as the
+    converter pads it (the 7B's embedding has 128 rows more than the 0.5B's token list)."""
     reader = gguf.GGUFReader(path)
     fields = reader.fields
 
@@ -196,8 +210,12 @@ def full_vocab_from_gguf(path):
     def scalar(key):
         return int(fields[key].contents())
 
-    return Vocab(array("tokenizer.ggml.tokens"), array("tokenizer.ggml.token_type"),
-                 array("tokenizer.ggml.merges"), scalar("tokenizer.ggml.bos_token_id"),
+    tokens, types = array("tokenizer.ggml.tokens"), array("tokenizer.ggml.token_type")
+    if len(tokens) > n_vocab:
+        sys.exit(f"{path}: {len(tokens)} tokens, more than the preset's {n_vocab}")
+    tokens += [f"[PAD{i}]" for i in range(len(tokens), n_vocab)]
+    types += [TOKEN_UNUSED] * (n_vocab - len(types))
+    return Vocab(tokens, types, array("tokenizer.ggml.merges"), scalar("tokenizer.ggml.bos_token_id"),
                  scalar("tokenizer.ggml.eos_token_id"), scalar("tokenizer.ggml.padding_token_id"))
 
 
@@ -321,6 +339,15 @@ def use_more_bits(i_layer, n_layer):
     return i_layer < n_layer // 8 or i_layer >= 7 * n_layer // 8 or (i_layer - n_layer // 8) % 3 == 2
 
 
+def quantizer_counter(i_layer, n_layer, as_published):
+    """Which attn_v (or ffn_down) tensor block i_layer's is in the order llama.cpp's quantizer
+    meets them: use_more_bits takes this counter, not the layer number. llama.cpp sorts the tensors
+    by layer number, so the two are equal. The llama.cpp that quantized Qwen's published GGUF files
+    sorted them by name as strings (blk.0, blk.1, blk.10, ..., blk.19, blk.2, blk.20, ...): read back
+    from those files, the Q6_K layers of the 0.5B and 1.5B are exactly the ones this order gives."""
+    return sorted(range(n_layer), key=str).index(i_layer) if as_published else i_layer
+
+
 def fallback_type(qtype, row_len):
     # llama.cpp: a K-quant needs rows that are a multiple of 256; otherwise it picks a 32-block type.
     if row_len % 256 == 0:
@@ -328,14 +355,17 @@ def fallback_type(qtype, row_len):
     return {T.Q4_K: T.Q5_0, T.Q5_K: T.Q5_1, T.Q6_K: T.Q8_0}.get(qtype, qtype)
 
 
-def matrix_type(types, role, i_layer, n_layer, row_len):
+def matrix_type(types, role, i_layer, n_layer, row_len, tied, as_published):
     if types == "f16":
         return T.F16
     if types == "q8_0":
         return T.Q8_0
-    if role == "token_embd":
+    # The LM head is Q6_K: output.weight, or token_embd when it doubles as the LM head (tied);
+    # an untied token_embd is looked up one row per token and gets the default Q4_K.
+    if role == "output" or role == "token_embd" and tied:
         wanted = T.Q6_K
-    elif role in ("attn_v", "ffn_down") and use_more_bits(i_layer, n_layer):
+    elif role in ("attn_v", "ffn_down") and use_more_bits(
+            quantizer_counter(i_layer, n_layer, as_published), n_layer):
         wanted = T.Q6_K
     else:
         wanted = T.Q4_K
@@ -353,8 +383,12 @@ class TensorPlan:
         self.name, self.qtype, self.ne, self.std, self.mean = name, qtype, ne, std, mean
 
 
-def plan_tensors(cfg, n_vocab, types):
-    """Tensor names, GGUF shapes (ne: row length first) and types, in the converter's naming."""
+def plan_tensors(cfg, n_vocab, types, as_published):
+    """Tensor names, GGUF shapes (ne: row length first) and types, in the converter's naming.
+    as_published: as Qwen's published GGUF files, which carry an output.weight at every size (the
+    HF configs of 0.5B and 1.5B tie it to the embedding, the 7B's does not) and whose Q4_K_M types
+    came from an older llama.cpp (quantizer_counter)."""
+    tied = cfg["tied"] and not as_published
     d, f = cfg["d_model"], cfg["d_ffn"]
     d_kv = d // cfg["n_head"] * cfg["n_head_kv"]
     n_layer = cfg["n_layer"]
@@ -364,7 +398,7 @@ def plan_tensors(cfg, n_vocab, types):
         if tiny:
             qtype = TINY_EMBD_TYPE if role == "token_embd" else TINY_TYPES[role][i_layer]
         else:
-            qtype = matrix_type(types, role, i_layer, n_layer, row_len)
+            qtype = matrix_type(types, role, i_layer, n_layer, row_len, tied, as_published)
         return TensorPlan(name, qtype, (row_len, n_rows), std)
 
     def vector(name, n, std, mean=0.0):
@@ -400,10 +434,13 @@ def plan_tensors(cfg, n_vocab, types):
             matrix(b + "ffn_down.weight", "ffn_down", i, f, d, s_down),
         ]
     plan.append(vector("output_norm.weight", d, out_norm_std, out_norm_mean))
+    if not tied:
+        plan.append(matrix("output.weight", "output", 0, d, n_vocab, s_embd))
     return plan
 
 
-def make_tensor(seed, p):
+def make_tensor(seed_and_plan):
+    seed, p = seed_and_plan  # one argument: Pool.imap passes one
     rng = tensor_rng(seed, p.name)
     if len(p.ne) == 1:
         values = rng.standard_normal(p.ne[0], dtype=np.float32) * np.float32(p.std)
@@ -453,13 +490,34 @@ def write_gguf(path, cfg, vocab, plan, types, seed):
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
-    for p in plan:
-        w.write_tensor_data(make_tensor(seed, p))
+    # Worker processes generate the tensors (about 100 MB/s per core; the 7B has 4.7 GB), and imap
+    # hands them back in plan order to be written one after the other. It is given two tensors per
+    # worker at a time, so that memory holds a few tensors per worker even when the disk is slower.
+    jobs = [(seed, p) for p in plan]
+    workers = min(os.cpu_count() or 1, len(plan))
+    with multiprocessing.Pool(workers) as pool:
+        for first in range(0, len(jobs), 2 * workers):
+            for tensor in pool.imap(make_tensor, jobs[first:first + 2 * workers]):
+                w.write_tensor_data(tensor)
     w.close()
 
 
+# Values a full-scale check dequantizes per tensor: enough for the std to 0.4% (4 sigma).
+SAMPLE_VALUES = 1 << 20
+
+
+def sample_rows(data, row_len):
+    """The first and the last rows of a tensor, about SAMPLE_VALUES values: the last rows catch a
+    tensor whose data is cut short or shifted."""
+    half = max(1, SAMPLE_VALUES // row_len // 2)
+    if data.shape[0] <= 2 * half:
+        return data
+    return np.concatenate([data[:half], data[-half:]])
+
+
 def check_gguf(path, plan, n_vocab, full_check):
-    """Re-open with gguf-py: names, types, shapes, metadata; every tensor finite with the wanted std."""
+    """Re-open with gguf-py: names, types, shapes, metadata; every tensor finite with the wanted std
+    (full_check: all values; otherwise sample_rows of each tensor)."""
     reader = gguf.GGUFReader(str(path))
     by_name = {t.name: t for t in reader.tensors}
     if [t.name for t in reader.tensors] != [p.name for p in plan]:
@@ -470,9 +528,7 @@ def check_gguf(path, plan, n_vocab, full_check):
         t = by_name[p.name]
         if t.tensor_type != p.qtype or tuple(int(x) for x in t.shape) != p.ne:
             sys.exit(f"{p.name}: read back as {t.tensor_type.name} {list(t.shape)}")
-        data = t.data
-        if not full_check and data.shape[0] > 4096:
-            data = data[:4096]  # a sample of rows is enough for statistics on big tensors
+        data = t.data if full_check or len(p.ne) == 1 else sample_rows(t.data, p.ne[0])
         values = gguf.quants.dequantize(data, t.tensor_type).astype(np.float32)
         if not np.isfinite(values).all():
             sys.exit(f"{p.name}: non-finite values")
@@ -576,6 +632,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
     ap.add_argument("--types", choices=["f16", "q8_0", "q4_k_m"], help="full-scale presets only")
+    ap.add_argument("--as-published", action="store_true",
+                    help="full-scale presets: an output.weight at every size, and with q4_k_m the types "
+                         "of Qwen's published Q4_K_M files (see plan_tensors)")
     ap.add_argument("-o", "--output", help="output .gguf (default for tiny: models/tiny-qwen2.gguf)")
     ap.add_argument("--vocab", default=default_vocab(),
                     help="the real Qwen vocabulary: a tokenizer.json (the tiny vocabulary is cut from it), "
@@ -592,8 +651,8 @@ def main():
     start = time.time()
 
     if args.preset == "tiny":
-        if args.types:
-            ap.error("--types is for the full-scale presets; the tiny model's types are fixed")
+        if args.types or args.as_published:
+            ap.error("--types and --as-published are for the full-scale presets; the tiny model is fixed")
         out = Path(args.output or "models/tiny-qwen2.gguf")
         out.parent.mkdir(parents=True, exist_ok=True)
         if not args.vocab.endswith(".json"):
@@ -611,12 +670,13 @@ def main():
         out.parent.mkdir(parents=True, exist_ok=True)
         types = args.types
         if args.vocab.endswith(".gguf"):
-            vocab = full_vocab_from_gguf(args.vocab)  # gguf-py parses big arrays slowly: about a minute
+            # gguf-py parses big arrays slowly: about a minute
+            vocab = full_vocab_from_gguf(args.vocab, cfg["n_vocab"])
         else:
-            vocab = full_vocab_from_json(json.load(open(args.vocab, encoding="utf-8")), 151936)
+            vocab = full_vocab_from_json(json.load(open(args.vocab, encoding="utf-8")), cfg["n_vocab"])
 
     n_vocab = len(vocab.tokens)
-    plan = plan_tensors(cfg, n_vocab, types)
+    plan = plan_tensors(cfg, n_vocab, types, args.as_published)
     write_gguf(out, cfg, vocab, plan, types, args.seed)
     print(f"wrote {out}: {out.stat().st_size} bytes, {len(plan)} tensors, vocab {n_vocab}, "
           f"bos/pad {vocab.bos}, eos {vocab.eos}, {len(vocab.merges)} merges ({time.time() - start:.1f} s)")
