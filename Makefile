@@ -131,8 +131,21 @@ setup-torch: ## also torch and transformers into .venv (the logit oracle; about 
 diff: ## what step STEP=NN adds to the step before it, e.g. make diff STEP=03
 	@tools/diff_step.sh "$(STEP)"
 
-bench: ## benchmarks, not tests: tokenizer MB/s next to HF tokenizers, step05 tokens/s, step06 kernels
+# make bench: the series' models (SIZES: random-weight Q4_K_M files, or MODEL=FILE), where steps
+# 06-08 and transformers run (DEVICE=cpu: a table without a GPU), more flags of
+# tools/bench_series.py (BENCH_FLAGS), and a Python with torch, transformers and gguf-py.
+SIZES        ?= 0.5b 1.5b 7b
+DEVICE       ?= cuda
+BENCH_FLAGS  ?= --skip 'step05@7b:a 512-token pass takes the CPU minutes at 7B'
+BENCH_PYTHON ?= $(or $(wildcard .venv/bin/python3),python3)
+
+bench: ## benchmarks, not tests: tokenizer MB/s next to HF tokenizers, then steps 05-08 next to transformers (SIZES, MODEL=, DEVICE=) into build/bench/series.md
 	tools/bench_tokenizer.sh
+	$(BENCH_PYTHON) tools/bench_series.py --device $(DEVICE) \
+	    $(if $(MODEL),--model $(MODEL),$(addprefix --size ,$(SIZES))) $(BENCH_FLAGS)
+
+.PHONY: bench-kernels
+bench-kernels: ## step05 at one thread and at every core, step06's kernels at 1.5B sizes next to a copy
 	tools/bench.sh
 	tools/bench_kernels.sh $(wildcard models/qwen2.5-1.5b-random-*.gguf)
 
