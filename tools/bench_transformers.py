@@ -147,7 +147,10 @@ def main():
     weights = "random init" if args.random_init else "gguf"
     log(f"model: {weights} weights, {sum(p.numel() for p in model.parameters()) / 1e6:,.0f} M parameters, "
         f"loaded in {load_s:.1f} s")
-    model.set_attn_implementation(args.attn)
+    if hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation(args.attn)
+    else:  # an older transformers than the pinned one (the GPU machine has its own)
+        model.config._attn_implementation = args.attn
     # The file's end-of-generation token, as a real run would stop on; min_new_tokens keeps it
     # from ending the timed runs early. (bench_series reads the header in a fraction of a second,
     # gguf-py's reader in about ten.)
