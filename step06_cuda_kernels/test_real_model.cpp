@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
-#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -29,29 +28,6 @@ static const int kGreedyTokens = 8;
 // difference measured was 1.8e-5 (step05 on this 2-core CPU), ten times under the tolerance.
 static const double kRealAbsTolerance = 2e-4;
 static const double kRealRelTolerance = 1e-5;
-
-struct RealModel {
-    GgufFile file;
-    ModelConfig config;
-    Weights weights;
-};
-
-// Opened once for all the checks below; null (and `why_not` set) when there is no real model.
-static const RealModel* real_model(std::string& why_not) {
-    static std::string reason;
-    static const std::unique_ptr<RealModel> model = [] {
-        std::unique_ptr<RealModel> m;
-        std::string path = real_model_path(reason);
-        if (path.empty()) return m;
-        m = std::make_unique<RealModel>();
-        m->file = open_gguf(path);
-        m->config = read_model_config(m->file.metadata);
-        m->weights = load_weights(m->file, m->config);
-        return m;
-    }();
-    why_not = reason;
-    return model.get();
-}
 
 static std::string read_real_fixture(const std::string& name) {
     std::string path = kRealFixtures + name;
@@ -96,8 +72,8 @@ static int count_real_mismatches(const std::vector<float>& logits, const std::st
         if (!(difference <= largest_difference)) largest_difference = difference;  // NaN sticks
         if (!(difference <= kRealAbsTolerance + kRealRelTolerance * std::fabs(reference))) {
             if (mismatches < 5)
-                report += strprintf("  token %d: ours %.6f, transformers %.6f\n", id,
-                                    logits[id], reference);
+                report += strprintf("  token %d: ours %.6f, transformers %.6f\n", id, logits[id],
+                                    reference);
             mismatches++;
         }
         compared++;
@@ -107,32 +83,13 @@ static int count_real_mismatches(const std::vector<float>& logits, const std::st
 }
 
 TEST_SUITE("real_model") {
-    TEST_CASE("real model: last-position logits equal transformers") {
+    TEST_CASE("real model: last-position logits and greedy tokens equal transformers'") {
         std::string why_not;
-        const RealModel* model = real_model(why_not);
-        if (!model) return skip_test(why_not);
-        RunState state;
-        for (const std::string& name : real_cases()) {
-            CAPTURE(name);
-            std::vector<int32_t> ids = read_real_ids(name + ".ids.txt");
-            forward(model->config, model->weights, ids, state, LogitRows::LastOnly);
-            REQUIRE(state.logits.size() == size_t(model->weights.n_vocab));
-            std::string report;
-            double largest = 0.0;
-            int mismatches = count_real_mismatches(state.logits, name, report, largest);
-            MESSAGE(name << ": " << ids.size() << " prompt tokens, largest logit difference "
-                         << largest);
-            INFO(mismatches << " sampled logits differ by more than " << kRealAbsTolerance
-                            << " + " << kRealRelTolerance << " * |reference|:\n"
-                            << report);
-            CHECK(mismatches == 0);
-        }
-    }
-
-    TEST_CASE("real model: greedy tokens equal transformers'") {
-        std::string why_not;
-        const RealModel* model = real_model(why_not);
-        if (!model) return skip_test(why_not);
+        std::string path = real_model_path(why_not);
+        if (path.empty()) return skip_test(why_not);
+        GgufFile file = open_gguf(path);
+        ModelConfig config = read_model_config(file.metadata);
+        Weights weights = load_weights(file, config);
         RunState state;
         for (const std::string& name : real_cases()) {
             CAPTURE(name);
@@ -141,11 +98,25 @@ TEST_SUITE("real_model") {
             REQUIRE(expected.size() >= size_t(kGreedyTokens));
             expected.resize(kGreedyTokens);
             std::vector<int32_t> generated;
-            generate_greedy(model->config, model->weights, prompt, kGreedyTokens,
-                            int(model->config.context_length), state, [&](int32_t id) {
-                                generated.push_back(id);
-                                return true;
-                            });
+            std::vector<float> logits;  // (n_vocab) at the last prompt position
+            generate_greedy(
+                config, weights, prompt, kGreedyTokens, int(config.context_length), state,
+                [&](int32_t id) {
+                    generated.push_back(id);
+                    return true;
+                },
+                &logits);
+            REQUIRE(logits.size() == size_t(weights.n_vocab));
+
+            std::string report;
+            double largest = 0.0;
+            int mismatches = count_real_mismatches(logits, name, report, largest);
+            MESSAGE(name << ": " << prompt.size() << " prompt tokens, largest logit difference "
+                         << largest);
+            INFO(mismatches << " sampled logits differ by more than " << kRealAbsTolerance << " + "
+                            << kRealRelTolerance << " * |reference|:\n"
+                            << report);
+            CHECK(mismatches == 0);
             CHECK(generated == expected);
         }
     }
