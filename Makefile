@@ -111,7 +111,8 @@ test: export ASSIGNMENT_NVCC = $(HAVE_NVCC)
 REAL_MODEL ?= models/qwen2.5-coder-0.5b-instruct.gguf
 
 test-real: $(foreach n,$(BUILDABLE),$(BUILD)/test_step$(n)) ## the checks on the real model (make model first); they skip without it
-	@QWEN_REAL_MODEL=$(abspath $(REAL_MODEL)) tools/run_tests.sh --once --real $^
+	@QWEN_REAL_MODEL=$(abspath $(REAL_MODEL)) tools/run_tests.sh --once --real \
+	    $(if $(HAVE_NVCC),,--no-nvcc "$(CUDA_STEPS)") $^
 
 check-docs: ## the articles against the code: `FILE: NAME` references, quoted output re-run, links
 	@tools/check_docs.py
