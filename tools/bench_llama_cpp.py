@@ -20,7 +20,6 @@ Prints one JSON line on stdout; with --check-greedy K it prints the first K gree
 on one line, separated by spaces (the format of `step07 --ids`).
 """
 import argparse
-import ctypes
 import json
 import os
 import sys
