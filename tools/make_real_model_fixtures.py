@@ -25,7 +25,6 @@ choice ever hinges on a top-2 gap under MIN_GREEDY_GAP is refused, since float r
 then flip it. The model's sha256 heads cases.txt so a check can tell which file it was made from.
 """
 
-import hashlib
 import sys
 from pathlib import Path
 
@@ -33,6 +32,7 @@ import numpy as np
 from transformers import AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_real_model_tokenizer_fixtures import sha256_of  # noqa: E402
 from transformers_reference import all_logits, greedy, load_reference_model  # noqa: E402
 
 MODEL = Path("models/qwen2.5-coder-0.5b-instruct.gguf")
@@ -52,14 +52,6 @@ PROMPTS = {
     "code_cpp": "#include <vector>\n\n// Returns the sum of the elements of v.\nint sum(const std::vector<int>& v) {\n",
     "text_colors": "The three primary colors of light are",
 }
-
-
-def sha256_of(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def prompt_ids(tokenizer, prompt):
