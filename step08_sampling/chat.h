@@ -35,14 +35,18 @@ struct ChatModel {
 struct ChatSettings {
     std::string system_prompt;  // the content of the system turn ("" is an empty system turn)
     int max_new_tokens = 0;     // the longest reply
+    // Writes each line read after its "> ", as a terminal would have shown it while it was
+    // typed: with input from a pipe or a file, the transcript then shows the questions too.
+    bool echo_input = false;
     // Appended to each reply's statistics line, e.g. the GPU's bandwidth; may be empty.
     std::function<std::string(const GenerationStats&)> more_stats;
 };
 
 // Reads the user's turns from `in`, one line each, until /exit or the end of the input, and
 // writes "> " before each and the reply as it is generated to `out`. `/reset` starts a new
-// conversation (and is the way on when the context is full). After each reply one line of
-// statistics goes to `log`, with any message about the context. Returns each reply's stats.
+// conversation (and is the way on when the context is full). After each reply the timing line
+// (format_stats) goes to `log`, with any message about the context or the -n limit. Returns
+// each reply's stats.
 std::vector<GenerationStats> run_chat(const ChatModel& model, const Tokenizer& tokenizer,
                                       Sampler& sampler, const ChatSettings& settings,
                                       std::istream& in, std::ostream& out, std::ostream& log);

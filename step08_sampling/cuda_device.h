@@ -4,6 +4,10 @@
 #include <cstddef>
 #include <string>
 
+// False in a build without nvcc, where no_cuda.cpp stands in for the .cu files: then no GPU can
+// ever be used, and the checks that need the GPU code itself skip.
+bool built_with_gpu_code();
+
 // True when the CUDA runtime finds at least one device; otherwise false with the reason in
 // `why_not` ("cudaGetDeviceCount: no CUDA-capable device is detected", "0 devices").
 bool cuda_device_available(std::string& why_not);

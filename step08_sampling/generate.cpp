@@ -64,7 +64,24 @@ GenerationStats generate(const NextTokenFn& model_step, const std::vector<int32_
         stats.n_generated++;
     }
     stats.generate_ms = timer.elapsed_ms();
+    // Every early stop (a stop token, a full cache) leaves the loop below the limit.
+    stats.reached_max_new_tokens = max_new_tokens > 0 && stats.n_generated == max_new_tokens;
     return stats;
+}
+
+std::string format_stats(const GenerationStats& stats) {
+    std::string line = strprintf("prompt: %d tokens in %.1f ms (%.1f tokens/s)", stats.n_prompt,
+                                 stats.prompt_ms, 1000.0 * stats.n_prompt / stats.prompt_ms);
+    if (stats.n_passes > 0)
+        line += strprintf(" | generated: %d tokens, %.1f ms/token (%.2f tokens/s)",
+                          stats.n_generated, stats.generate_ms / stats.n_passes,
+                          1000.0 * stats.n_passes / stats.generate_ms);
+    return line;
+}
+
+std::string stopped_by_limit_notice(const GenerationStats& stats) {
+    if (!stats.reached_max_new_tokens) return "";
+    return strprintf("[stopped at -n %d tokens; raise -n for more]", stats.n_generated);
 }
 
 static Sampler greedy_sampler() {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "forward_cpu.h"
@@ -38,7 +39,18 @@ struct GenerationStats {
     double prompt_ms = 0.0;     // the prefill: one pass over the prompt
     double generate_ms = 0.0;   // the n_passes decode passes after it
     bool context_full = false;  // stopped because no position was left for another token
+    bool reached_max_new_tokens = false;  // stopped after max_new_tokens, maybe mid-sentence
 };
+
+// The timing line every generation prints, -p and -i alike:
+//   "prompt: 29 tokens in 933.6 ms (31.1 tokens/s) | generated: 4 tokens, 290.9 ms/token
+//   (3.44 tokens/s)"
+// The generated part is left out when no decode pass ran (a single token needs none).
+std::string format_stats(const GenerationStats& stats);
+
+// The line that says a generation was cut short by -n, for the log, or "" when it was not:
+//   "[stopped at -n 128 tokens; raise -n for more]"
+std::string stopped_by_limit_notice(const GenerationStats& stats);
 
 // Generates up to `max_new_tokens` tokens after `prompt`, which goes into the cache after the
 // positions it already holds (none for a fresh cache); `sampler` chooses each one from the last

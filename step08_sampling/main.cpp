@@ -419,7 +419,11 @@ int main(int argc, char** argv) {
                                      cache.clear();
                                      device_cache.clear();
                                  }};
-            ChatSettings chat{options.system_prompt, options.n_new, more_stats};
+            ChatSettings chat;
+            chat.system_prompt = options.system_prompt;
+            chat.max_new_tokens = options.n_new;
+            chat.echo_input = !isatty(fileno(stdin));  // piped turns appear in the transcript
+            chat.more_stats = more_stats;
             run_chat(chat_model, tokenizer, sampler, chat, std::cin, std::cout, std::cerr);
             if (options.check) side_by_side.print_summary();
             return 0;
@@ -452,13 +456,9 @@ int main(int argc, char** argv) {
                          context_limit);
         // The first token comes from the prompt's pass (prefill); each later one costs a pass
         // over one position (decode), whose attention reads every cached position.
-        std::fprintf(stderr, "prompt: %d tokens in %.1f ms (%.1f tokens/s)", stats.n_prompt,
-                     stats.prompt_ms, 1000.0 * stats.n_prompt / stats.prompt_ms);
-        if (stats.n_passes > 0)
-            std::fprintf(stderr, " | generated: %d tokens, %.1f ms/token (%.2f tokens/s)",
-                         stats.n_generated, stats.generate_ms / stats.n_passes,
-                         1000.0 * stats.n_passes / stats.generate_ms);
-        std::fprintf(stderr, "%s\n", more_stats(stats).c_str());
+        std::fprintf(stderr, "%s%s\n", format_stats(stats).c_str(), more_stats(stats).c_str());
+        const std::string notice = stopped_by_limit_notice(stats);
+        if (!notice.empty()) std::fprintf(stderr, "%s\n", notice.c_str());
         if (options.check) side_by_side.print_summary();
     } catch (const Error& error) {
         std::fprintf(stderr, "error: %s\n", error.what());

@@ -38,7 +38,8 @@ struct ChatRun {
     int cache_length = 0;
 };
 
-ChatRun chat(const std::string& input, int max_new_tokens, int capacity = 512) {
+ChatRun chat(const std::string& input, int max_new_tokens, int capacity = 512,
+             bool echo_input = false) {
     const LoadedModel& model = tiny_model();
     KVCache cache = make_kv_cache(model.config, capacity);
     RunState state;
@@ -51,6 +52,7 @@ ChatRun chat(const std::string& input, int max_new_tokens, int capacity = 512) {
     ChatSettings settings;
     settings.system_prompt = kDefaultSystemPrompt;
     settings.max_new_tokens = max_new_tokens;
+    settings.echo_input = echo_input;
     run.replies = run_chat(cpu_chat_model(model.config, model.weights, cache, state),
                            tiny_tokenizer(), sampler, settings, in, out, log);
     run.out = out.str();
@@ -114,6 +116,23 @@ TEST_CASE("a scripted two-turn chat repeats with its seed and prefills only the 
     // One stats line per reply.
     CHECK(run.log.find("prompt: " + std::to_string(reply2.n_prompt) + " tokens") !=
           std::string::npos);
+}
+
+TEST_CASE("piped turns are echoed after their marker, and a reply cut by -n says so") {
+    const int max_new_tokens = 6;
+    const ChatRun run = chat("Hello!\nTell me more.\n", max_new_tokens, 512, true);
+    REQUIRE(run.replies.size() == 2);
+    CHECK(run.out.rfind("> Hello!\n", 0) == 0);
+    CHECK(run.out.find("\n> Tell me more.\n") != std::string::npos);
+    CHECK(chat("Hello!\n", max_new_tokens).out.find("Hello!") == std::string::npos);  // typed
+    const std::string notice = "[stopped at -n 6 tokens; raise -n for more]";
+    int cut = 0;
+    for (const GenerationStats& reply : run.replies) cut += reply.n_generated == max_new_tokens;
+    size_t count = 0;
+    for (size_t at = run.log.find(notice); at != std::string::npos;
+         at = run.log.find(notice, at + 1))
+        count++;
+    CHECK(count == size_t(cut));
 }
 
 TEST_CASE("/reset starts over, /exit stops reading") {

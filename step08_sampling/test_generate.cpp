@@ -85,6 +85,36 @@ TEST_CASE("the sampler remembers the prompt and each accepted token, the last N 
           std::vector<int32_t>(sequence.end() - 10, sequence.end()));
 }
 
+TEST_CASE("the stats say when -n cut the generation, and format as one timing line") {
+    const LoadedModel& model = tiny_model();
+    auto run = [&](int max_new_tokens, int capacity, bool accept) {
+        KVCache cache = make_kv_cache(model.config, capacity);
+        RunState state;
+        SamplerSettings settings;
+        settings.seed = 3;
+        Sampler sampler = make_sampler(settings);
+        return generate(model.config, model.weights, kPrompt, max_new_tokens, cache, state,
+                        sampler, [&](int32_t) { return accept; });
+    };
+    const GenerationStats cut = run(5, 256, true);
+    CHECK(cut.reached_max_new_tokens);
+    CHECK(stopped_by_limit_notice(cut) == "[stopped at -n 5 tokens; raise -n for more]");
+    const std::string line = format_stats(cut);
+    CHECK(line.rfind("prompt: 7 tokens in ", 0) == 0);
+    CHECK(line.find(" | generated: 5 tokens, ") != std::string::npos);
+    CHECK(line.find(" ms/token (") != std::string::npos);
+
+    const GenerationStats refused = run(5, 256, false);  // a stop token ends it, not -n
+    CHECK_FALSE(refused.reached_max_new_tokens);
+    CHECK(stopped_by_limit_notice(refused).empty());
+    CHECK(format_stats(refused).find("generated") == std::string::npos);  // no decode pass
+
+    const GenerationStats full = run(5, int(kPrompt.size()) + 2, true);  // the cache ends it
+    CHECK(full.context_full);
+    CHECK_FALSE(full.reached_max_new_tokens);
+    CHECK_FALSE(run(0, 256, true).reached_max_new_tokens);  // -n 0 asked for no tokens
+}
+
 TEST_CASE("on the GPU, temperature 0 gives the CPU's tokens") {
     if (!gpu_or_skip()) return;
     const LoadedModel& model = tiny_model();

@@ -88,7 +88,7 @@ warnings: $(head -c 2000 "$scratch/compile.log")"
     done
     binary="$scratch/test_step$number"
     local link_flags=${ASSIGNMENT_LDFLAGS:--fopenmp}
-    [ -n "$(echo "$step"/*.cu)" ] && link_flags+=" $cuda_libs"
+    [ -n "$nvcc" ] && [ -n "$(echo "$step"/*.cu)" ] && link_flags+=" $cuda_libs"
     if [ ${#stubbed[@]} -gt 0 ]; then
         ${cxx%% *} "${objects[@]}" "${stubbed[@]}" "$build/common/test_main.o" -o "$binary" \
             $link_flags >"$scratch/link.log" 2>&1 || binary=""

@@ -28,7 +28,8 @@ Three kinds of check, each item counted once in the summary line
    it uses a file under models/ or ../shared/ that is not here (the real model, the real
    vocabulary, a generated full-size model), or when it runs a CUDA step and nvcc is missing.
 
-3. Links. Every relative markdown link [text](target) points to a file that exists.
+3. Links. Every relative markdown link [text](target) and image ![alt](target) points to a file
+   that exists.
 
 The step programs a block runs (./step01 ...) are built with make before the first block that runs
 them (a skipped block builds nothing). Standard library only.
@@ -51,7 +52,7 @@ CODE_EXTENSIONS = r"(?:cpp|h|cu|inc|py|sh)"
 REFERENCE = re.compile(r"^((?:[\w.-]+/)*[\w.-]+\.%s): ([A-Za-z_~][\w~]*(?:::[A-Za-z_~][\w~]*)*)$" % CODE_EXTENSIONS)
 LINE_REFERENCE = re.compile(r"^(?:[\w.-]+/)*[\w.-]+\.%s:\d+" % CODE_EXTENSIONS)
 BARE_LINE = re.compile(r"\((?:line|lines) \d+[^)]*\)|（第 ?\d+(?:[–-]\d+)? ?行）")
-LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")  # a link, or an image (a leading "!")
 SKIP_MARK = re.compile(r"<!--\s*check-docs:\s*skip:\s*(.*?)\s*-->")
 TIMING = re.compile(r"\d\s*(?:ms|s|µs|us|ns|tokens/s|tok/s|MB/s|GB/s|GiB/s|MiB/s)\b")
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -138,7 +139,8 @@ def check_text(article, start, lines, context, results):
         if os.path.exists(path):
             results.ok()
         else:
-            results.fail(where_of(line_of(match.start())), f"link target {target} does not exist")
+            kind = "image" if match.group(0).startswith("!") else "link"
+            results.fail(where_of(line_of(match.start())), f"{kind} target {target} does not exist")
 
 
 def check_reference(where, file, name, step_dir, results):
@@ -206,7 +208,7 @@ def needs(command, nvcc):
     for number in re.findall(r"(?:^|[\s;&|(])\./step(\d\d)\b", command):
         step = glob.glob(os.path.join(ROOT, f"step{number}_*"))
         if step and glob.glob(os.path.join(step[0], "*.cu")) and not nvcc:
-            return f"runs ./step{number}, which needs nvcc to build"
+            return f"runs ./step{number}, built here without nvcc (the transcript has GPU code)"
     for tool in re.findall(r"(?:^|[\s;&|(])(xxd|compute-sanitizer|nvidia-smi)\b", command):
         if shutil.which(tool) is None:
             return f"{tool} is not installed"
@@ -326,8 +328,10 @@ def main():
                                       for name in ("README.md", "step*.md", "solutions.md")
                                       for path in glob.glob(os.path.join(ROOT, "docs", language, name)))
     articles = [os.path.abspath(a) for a in articles]
+    # The Makefile's rule: $NVCC, else $CUDA_HOME/bin/nvcc. Without it the CUDA steps are built
+    # for the CPU alone, and their transcripts, taken with GPU code built in, would differ.
     nvcc_path = os.environ.get("NVCC") or os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")
-    nvcc = shutil.which(nvcc_path) is not None or shutil.which("nvcc") is not None
+    nvcc = shutil.which(nvcc_path) is not None
     total = Results()
     for article in articles:
         results = Results()

@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
-# `make demo`: the last step, step08, in a short scripted chat. It uses the real
-# Qwen2.5-Coder-0.5B-Instruct when `make model` has fetched it, the built-in tiny model
-# otherwise, and the GPU when there is one (step08 says which device it runs on).
+# `make demo`: a two-turn chat with the last step of the series, the fastest one.
+#
+# It runs the real Qwen2.5-Coder-0.5B-Instruct, fetching it first when it is missing (the
+# sha256-checked `make model`); only when that fails, for instance with no network, does it
+# fall back to the built-in tiny model, whose random weights answer in gibberish, and it says
+# why. The step runs on the GPU when there is one and its build has GPU code, else on the CPU
+# (the step's first lines say which). The questions are piped in, and the step echoes each one,
+# so the transcript reads as the conversation it was.
+#
+#   LAST_STEP=08 tools/demo.sh      (make demo passes the last step's number)
 set -eu
 cd "$(dirname "$0")/.."
+step=step${LAST_STEP:?make demo sets LAST_STEP to the last step number}
 model=models/qwen2.5-coder-0.5b-instruct.gguf
-if [ -f "$model" ]; then
-    echo "demo: Qwen2.5-Coder-0.5B-Instruct ($model)"
-else
-    model=models/tiny-qwen2.gguf
-    echo "demo: the built-in tiny model, whose random weights answer in gibberish" \
-        "(make model fetches a real one)"
+
+make -s --no-print-directory "$step"
+if [ ! -f "$model" ]; then
+    echo "demo: fetching the real model first (make model, 491 MB, once)"
+    if ! tools/fetch_model.sh; then
+        echo "demo: the real model could not be fetched (see above); using the built-in tiny" \
+            "model instead, whose random weights answer in gibberish"
+        model=models/tiny-qwen2.gguf
+    fi
 fi
-printf '%s\n' "Write a Python function that checks whether a number is prime." \
-    "Now make it faster for large numbers." |
-    ./step08 "$model" -i -n 128 --seed 42
+[ "$model" = models/tiny-qwen2.gguf ] || echo "demo: Qwen2.5-Coder-0.5B-Instruct ($model)"
+# Short questions with short answers: on a 2-core CPU the whole chat takes about a minute.
+# -n 512 is room for a complete answer; a reply it cuts short says so.
+printf '%s\n' "Write a Python one-liner that reverses a string s." \
+    "Show the same in C++." |
+    "./$step" "$model" -i -n 512 --seed 42

@@ -12,6 +12,8 @@ if [ -z "$step" ]; then
     echo "usage: make diff STEP=NN (NN one of: $steps)" >&2
     exit 2
 fi
+# STEP=5 means step 05.
+[[ "$step" =~ ^[0-9]$ ]] && step=0$step
 current=$(ls -d "step${step}"_* 2>/dev/null || true)
 if ! [[ "$step" =~ ^[0-9][0-9]$ ]] || [ -z "$current" ]; then
     echo "error: there is no step '$step' (the steps are: $steps)" >&2

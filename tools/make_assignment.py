@@ -15,6 +15,7 @@ warnings and fails clearly when called; the regions of earlier steps stay solved
                                              the stubs their failure may name ("a|b")
 Standard library only, so a student machine needs nothing but python3.
 """
+import os
 import re
 import shutil
 import subprocess
@@ -356,7 +357,8 @@ def write_tree(number, out):
     for model_file in ("tiny-qwen2.gguf", "tiny-qwen2.tokenizer.json"):
         shutil.copy2(ROOT / "models" / model_file, out / "models")
     write_readme(out, number, source.name, regions)
-    print(f"wrote the step{number} assignment to {out}: {len(regions)} functions to write")
+    shown = os.path.relpath(out)  # as the command line named it, not a path of this machine
+    print(f"wrote the step{number} assignment to {shown}: {len(regions)} functions to write")
     for name, file in regions.items():
         print(f"  {source.name}/{file}: {name}")
 

@@ -3,12 +3,17 @@
 # (", N skipped" follows when checks were skipped). Exits non-zero if any check failed or a
 # binary did not finish.
 #
+# The log: each binary's checks print only what failed or was skipped (a skipped check could not
+# run here, and its SKIPPED line says why), then the binary's own count, "test_stepNN: N passed,
+# N failed, N skipped". doctest's own summary is left out (-m -nss): its "skipped" counted the
+# checks a filter left out, which is another thing. The last line is the total of all counts.
+#
 #   tools/run_tests.sh BINARY...                    every check of every binary
 #   tools/run_tests.sh --once [--no-nvcc "06 07"] BINARY...
 #       what `make test` runs: in a step's binary, the check files that the step carries
 #       unchanged together with everything they test (tools/unchanged_checks.py) are left out,
-#       since they already ran in the step before; --no-nvcc names the CUDA steps that could
-#       not be built here, each counted as one skipped check with the reason.
+#       since they already ran in the step before; --no-nvcc names the CUDA steps that were
+#       built without nvcc (their CPU checks run, their GPU checks skip), for a note in the log.
 #   tools/run_tests.sh [--once] --real BINARY...
 #       only the checks of the doctest suite "real_model" (the real downloaded model, found
 #       through QWEN_REAL_MODEL); every other run leaves that suite out.
@@ -48,7 +53,7 @@ for binary in "$@"; do
     filter=""
     [ "$once" = 1 ] && filter=$(exclusions_for "$binary")
     # The suite choice is for the step test binaries; the check scripts take no arguments.
-    case $(basename "$binary") in test_step[0-9][0-9]) filter="$suite $filter" ;; esac
+    case $(basename "$binary") in test_step[0-9][0-9]) filter="-m -nss $suite $filter" ;; esac
     log=$(mktemp)
     "$binary" $filter 2>&1 | tee "$log"
     status=${PIPESTATUS[0]}
@@ -63,12 +68,12 @@ for binary in "$@"; do
     passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
     if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then broken=$((broken + 1)); fi
 done
-for number in $no_nvcc; do
-    echo "SKIPPED step$number: nvcc was not found, so its CUDA code cannot be built here"
-    skipped=$((skipped + 1))
-done
 failed=$((failed + broken))
 echo
+[ -z "$no_nvcc" ] || echo "note: nvcc was not found, so steps $no_nvcc were built for the CPU" \
+    "alone (no_cuda.cpp): their CPU checks ran, their GPU checks skipped"
+echo "total of the counts above (a skip is a check that could not run here; checks carried" \
+    "unchanged ran in an earlier step and are not counted again):"
 if [ "$skipped" -gt 0 ]; then
     echo "$passed passed, $failed failed, $skipped skipped"
 else

@@ -1,0 +1,916 @@
+#!/usr/bin/env python3
+"""Draws the articles' figures into docs/figures/ as SVG: `make figures`.
+
+Every picture is computed from the repository, never typed in by hand:
+
+gguf_layout.svg (steps 1-3)
+    models/tiny-qwen2.gguf from byte 0: the 24-byte header, the metadata key/value pairs, the
+    tensor infos, the padding to general.alignment and the tensor data, with the true byte
+    offsets of that file, read by a small parser below (the header, every pair and every tensor
+    info, with struct). The type names come from the enum in step03_tensors/ggml_types.h.
+naive_matmul_threads.svg (step 6)
+    The loads of one warp in step06_cuda_kernels/ops_cuda.cu's matmul_kernel at one loop step:
+    lane k computes out[t][o + k], so the 32 lanes read W[o + k][i], one F16 element in each of
+    32 rows, in_dim elements apart; beside it the coalesced read of 32 consecutive elements of
+    one row. in_dim is Qwen2.5-1.5B's d_model (1536), as in step 6's kernel table.
+kv_cache_layout.svg (step 7)
+    The layout of step07_kv_cache/kv_cache.h (KVCache; DeviceKVCache is the same): k and v are
+    (n_layers, capacity, kv_dim); one layer's block, the rows the prefill writes, the row one
+    decode step writes, the rows its attention reads, and the query heads sharing each KV head
+    (grouped-query attention, with Qwen2.5-1.5B's 12 query heads and 2 KV heads of 128).
+sampler_pipeline.svg (step 8)
+    The stages of step08_sampling/sampler.cpp's sample_token in its order, on twelve made-up
+    logits: repetition penalty, temperature, top-k, softmax over the top k, top-p, min-p and the
+    draw. The numbers follow the same rules as sampler.cpp, with a Python mt19937_64 for the draw;
+    the settings are exaggerated (as in the article's five-token example) so that every stage
+    removes or moves something.
+series_speed.svg (overview, steps 7 and 8)
+    Decode tokens/s of every step and of transformers, log scale, one panel per table of
+    docs/bench/h200-series.md (one per model size) and of docs/bench/cpu-real-0.5b.md, with each
+    row's roofline and the range of the llama.cpp rows. The tables are read by their column
+    names, so rows added later (step09 ..., llama.cpp ...) appear without changing this script.
+
+The SVGs are byte-identical from run to run (fixed hash salt, no date) and keep their text as
+text (svg.fonttype 'none'), so they stay small and diff well.
+
+Usage: python3 tools/plots.py [--out docs/figures] [NAME ...]   (default: every figure)
+Needs matplotlib (`make setup` installs it); the rest is the standard library.
+"""
+import argparse
+import math
+import os
+import re
+import struct
+import sys
+
+import matplotlib
+import matplotlib.ticker
+
+matplotlib.use("svg")
+import matplotlib.pyplot as plt  # noqa: E402 (the backend must be chosen first)
+from matplotlib.patches import FancyArrowPatch, Rectangle  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+
+# One palette for every figure: a section of a file, a kind of row or a kind of bar keeps its
+# colour from picture to picture.
+BLUE = "#3b6ea5"
+LIGHT_BLUE = "#a9c4e2"
+ORANGE = "#dd8452"
+LIGHT_ORANGE = "#f3cdb5"
+GREEN = "#55a868"
+LIGHT_GREEN = "#bfe0c7"
+RED = "#c44e52"
+LIGHT_RED = "#f1c4c5"
+PURPLE = "#bdb3dd"
+LIGHT_PURPLE = "#d4cee9"
+GREY = "#8c8c8c"
+LIGHT_GREY = "#e6e6e6"
+INK = "#262626"
+DARK_ORANGE = "#a4501f"  # orange text, readable on white
+DARK_GREEN = "#2f6b3d"
+
+plt.rcParams.update({
+    "svg.hashsalt": "qwen-from-scratch",  # clip-path ids from a fixed salt: identical files
+    "svg.fonttype": "none",               # text stays text: small files, selectable labels
+    # DejaVu Sans lays the text out; the narrower fallbacks of other machines still fit.
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],
+    "font.monospace": ["DejaVu Sans Mono", "Menlo", "Consolas"],
+    "font.size": 9,
+    "text.color": INK,
+    "axes.edgecolor": INK,
+    "axes.labelcolor": INK,
+    "xtick.color": INK,
+    "ytick.color": INK,
+    "figure.facecolor": "white",
+    "axes.facecolor": "white",
+    "savefig.facecolor": "white",
+})
+
+
+# ---- drawing helpers: figures in inches, boxes with centred text ----
+
+def canvas(width, height):
+    """A figure whose one axes spans it, with data units of inches and y growing upwards."""
+    fig = plt.figure(figsize=(width, height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.axis("off")
+    return fig, ax
+
+
+def box(ax, x, y, width, height, face, text="", fontsize=9):
+    ax.add_patch(Rectangle((x, y), width, height, facecolor=face, edgecolor=INK, linewidth=0.8))
+    if text:
+        ax.text(x + width / 2, y + height / 2, text, ha="center", va="center", fontsize=fontsize)
+
+
+def arrow(ax, start, end, color=INK, **kwargs):
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=9, color=color,
+                                 linewidth=0.9, shrinkA=0, shrinkB=0, **kwargs))
+
+
+def bracket(ax, x, y_low, y_high, side, color=INK):
+    """A square bracket from y_low to y_high; side -1 opens to the right, +1 to the left."""
+    tip = x - side * 0.08
+    ax.plot([tip, x, x, tip], [y_low, y_low, y_high, y_high], color=color, linewidth=1.0)
+
+
+def thousands(n):
+    return f"{n:,}"
+
+
+# ---- gguf_layout ----
+
+GGUF_SCALAR_FORMATS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?",
+                       10: "Q", 11: "q", 12: "d"}
+GGUF_STRING, GGUF_ARRAY = 8, 9
+GGUF_HEADER_BYTES = 24  # magic, version u32, tensor count u64, key/value count u64
+GGUF_VALUE_TYPE_NAMES = {0: "u8", 1: "i8", 2: "u16", 3: "i16", 4: "u32", 5: "i32", 6: "f32",
+                         7: "bool", 8: "string", 9: "array", 10: "u64", 11: "i64", 12: "f64"}
+
+
+class GgufCursor:
+    """Reads little-endian GGUF fields from a byte string, remembering where each one started."""
+
+    def __init__(self, data):
+        self.data = data
+        self.offset = 0
+
+    def number(self, fmt):
+        (value,) = struct.unpack_from("<" + fmt, self.data, self.offset)
+        self.offset += struct.calcsize("<" + fmt)
+        return value
+
+    def string(self):
+        length = self.number("Q")
+        text = self.data[self.offset:self.offset + length].decode("utf-8", errors="replace")
+        self.offset += length
+        return text
+
+    def value(self, value_type):
+        if value_type == GGUF_STRING:
+            return self.string()
+        if value_type == GGUF_ARRAY:
+            element_type, count = self.number("I"), self.number("Q")
+            return [self.value(element_type) for _ in range(count)]
+        return self.number(GGUF_SCALAR_FORMATS[value_type])
+
+
+def read_gguf_layout(path):
+    """Where every part of a GGUF file lies: the header, each pair, each tensor info, the data."""
+    data = open(path, "rb").read()
+    cursor = GgufCursor(data)
+    magic = data[:4].decode("ascii")
+    cursor.offset = 4
+    version, tensor_count, kv_count = cursor.number("I"), cursor.number("Q"), cursor.number("Q")
+    pairs = []
+    for _ in range(kv_count):
+        start = cursor.offset
+        key = cursor.string()
+        value_type = cursor.number("I")
+        value = cursor.value(value_type)
+        pairs.append({"key": key, "type": value_type, "value": value,
+                      "start": start, "end": cursor.offset})
+    infos = []
+    for _ in range(tensor_count):
+        start = cursor.offset
+        name = cursor.string()
+        dims = [cursor.number("Q") for _ in range(cursor.number("I"))]
+        infos.append({"name": name, "dims": dims, "type": cursor.number("I"),
+                      "offset": cursor.number("Q"), "start": start, "end": cursor.offset})
+    alignment = next((p["value"] for p in pairs if p["key"] == "general.alignment"), 32)
+    end_of_infos = cursor.offset
+    data_start = end_of_infos + (alignment - end_of_infos % alignment) % alignment
+    return {"magic": magic, "version": version, "tensor_count": tensor_count,
+            "kv_count": kv_count, "pairs": pairs, "infos": infos, "alignment": alignment,
+            "end_of_infos": end_of_infos, "data_start": data_start, "file_size": len(data),
+            "has_alignment_key": any(p["key"] == "general.alignment" for p in pairs)}
+
+
+def ggml_type_names():
+    """{type id: name} from the GgmlType enum of step 3, so the picture names types as the code."""
+    source = open(os.path.join(ROOT, "step03_tensors", "ggml_types.h"), encoding="utf-8").read()
+    enum = re.search(r"enum class GgmlType[^{]*\{(.*?)\};", source, re.S).group(1)
+    return {int(number): name for name, number in re.findall(r"(\w+) = (\d+)", enum)}
+
+
+def field_strip(ax, x, y, height, fields, face, byte_width, min_width):
+    """Boxes for consecutive fields (name, bytes, value, offset), the offset under every border;
+    a box is byte_width per byte but at least min_width, so that its name fits."""
+    ax.text(x, y - 0.06, thousands(fields[0][3]), ha="center", va="top", fontsize=7.5,
+            color=GREY)
+    for name, size, value, start in fields:
+        width = max(size * byte_width, min_width)
+        box(ax, x, y, width, height, face)
+        ax.text(x + width / 2, y + height * 0.72, name, ha="center", va="center", fontsize=7.5,
+                color=INK)
+        ax.text(x + width / 2, y + height * 0.32, value, ha="center", va="center", fontsize=8.5,
+                family="monospace", fontweight="bold")
+        x += width
+        ax.text(x, y - 0.06, thousands(start + size), ha="center", va="top", fontsize=7.5,
+                color=GREY)
+    return x
+
+
+def gguf_layout():
+    layout = read_gguf_layout(os.path.join(ROOT, "models", "tiny-qwen2.gguf"))
+    type_names = ggml_type_names()
+    pairs, infos = layout["pairs"], layout["infos"]
+    data_start, file_size = layout["data_start"], layout["file_size"]
+    metadata_end, end_of_infos = pairs[-1]["end"], layout["end_of_infos"]
+    fig, ax = canvas(12, 7.4)
+    ax.text(0.3, 7.1, f"A GGUF file from byte 0: models/tiny-qwen2.gguf "
+            f"({thousands(file_size)} bytes)", fontsize=12, fontweight="bold", va="center")
+
+    # The whole file as one strip, not to scale: the header is 24 bytes, the data 2.3 MB.
+    sections = [
+        ("header", f"{GGUF_HEADER_BYTES} B", 0, GGUF_HEADER_BYTES, LIGHT_BLUE, 1.2),
+        ("metadata key/values", f"{layout['kv_count']} pairs, "
+         f"{thousands(metadata_end - GGUF_HEADER_BYTES)} B", GGUF_HEADER_BYTES, metadata_end,
+         LIGHT_GREEN, 3.3),
+        ("tensor infos", f"{layout['tensor_count']} records, "
+         f"{thousands(end_of_infos - metadata_end)} B", metadata_end, end_of_infos,
+         LIGHT_ORANGE, 2.7),
+        ("padding", f"{data_start - end_of_infos} zero bytes", end_of_infos, data_start, LIGHT_GREY,
+         0.95),
+        ("tensor data", f"{layout['tensor_count']} tensors, "
+         f"{thousands(file_size - data_start)} B", data_start, file_size, LIGHT_PURPLE, 3.05),
+    ]
+    x, strip_y, strip_height = 0.3, 5.85, 0.75
+    ax.text(x, strip_y + strip_height + 0.12, "the whole file (boxes not to scale)",
+            fontsize=8, color=GREY)
+    ax.text(x, strip_y - 0.06, "0", ha="center", va="top", fontsize=8, color=GREY)
+    for name, detail, start, end, face, width in sections:
+        box(ax, x, strip_y, width, strip_height, face)
+        ax.text(x + width / 2, strip_y + 0.5, name, ha="center", va="center", fontsize=9.5,
+                fontweight="bold")
+        ax.text(x + width / 2, strip_y + 0.22, detail, ha="center", va="center", fontsize=8)
+        x += width
+        ax.text(x, strip_y - 0.06, thousands(end), ha="center", va="top", fontsize=8, color=GREY)
+    ax.text(x + 0.02, strip_y - 0.24, "byte offsets", ha="right", va="top", fontsize=7.5,
+            color=GREY)
+
+    label_x, fields_x, row_height = 0.3, 2.75, 0.5
+
+    def row_label(y, face, title, detail):
+        ax.add_patch(Rectangle((label_x, y - 0.3), 0.09, row_height + 0.3, facecolor=face,
+                               edgecolor="none"))
+        ax.text(label_x + 0.2, y + row_height - 0.05, title, fontsize=9.5, fontweight="bold",
+                va="top")
+        ax.text(label_x + 0.2, y + row_height - 0.3, detail, fontsize=8, va="top", color=INK,
+                linespacing=1.35)
+
+    # The header's four fields.
+    y = 4.55
+    row_label(y, LIGHT_BLUE, "header", f"bytes 0 to {GGUF_HEADER_BYTES}")
+    field_strip(ax, fields_x, y, row_height, [
+        ("magic", 4, f'"{layout["magic"]}"', 0),
+        ("version u32", 4, str(layout["version"]), 4),
+        ("tensor_count u64", 8, str(layout["tensor_count"]), 8),
+        ("metadata_kv_count u64", 8, str(layout["kv_count"]), 16),
+    ], LIGHT_BLUE, byte_width=0.24, min_width=0.95)
+
+    # The first key/value pair, field by field, and what the rest are.
+    first = pairs[0]
+    key_bytes = len(first["key"].encode())
+    value_start = first["start"] + 8 + key_bytes + 4
+    y = 3.35
+    vocabulary = [p for p in pairs if isinstance(p["value"], list)]
+    vocabulary_bytes = sum(p["end"] - p["start"] for p in vocabulary)
+    row_label(y, LIGHT_GREEN, "one key/value pair",
+              f"the first of {len(pairs)}, bytes\n{first['start']} to {first['end']}")
+    end = field_strip(ax, fields_x, y, row_height, [
+        ("key length u64", 8, str(key_bytes), first["start"]),
+        ("key bytes", key_bytes, first["key"], first["start"] + 8),
+        ("value type u32", 4, f"{first['type']} = {GGUF_VALUE_TYPE_NAMES[first['type']]}",
+         first["start"] + 8 + key_bytes),
+        ("string length u64", 8, str(len(first["value"])), value_start),
+        ("string bytes", len(first["value"]), first["value"], value_start + 8),
+    ], LIGHT_GREEN, byte_width=0.105, min_width=1.1)
+    ax.text(end + 0.2, y + row_height / 2,
+            f"then {len(pairs) - 1} more pairs; the {len(vocabulary)} arrays of the\n"
+            f"vocabulary ({', '.join(p['key'].split('.')[-1] for p in vocabulary)})\n"
+            f"take {thousands(vocabulary_bytes)} of the "
+            f"{thousands(metadata_end - GGUF_HEADER_BYTES)} bytes",
+            va="center", fontsize=8, linespacing=1.35)
+
+    # The first tensor info.
+    info = infos[0]
+    name_bytes = len(info["name"].encode())
+    y = 2.15
+    row_label(y, LIGHT_ORANGE, "one tensor info",
+              f"the first of {len(infos)}, bytes\n{thousands(info['start'])} to "
+              f"{thousands(info['end'])}")
+    dims_start = info["start"] + 8 + name_bytes + 4
+    end = field_strip(ax, fields_x, y, row_height, [
+        ("name length u64", 8, str(name_bytes), info["start"]),
+        ("name bytes", name_bytes, info["name"], info["start"] + 8),
+        ("n_dims u32", 4, str(len(info["dims"])), info["start"] + 8 + name_bytes),
+        (f"dims {len(info['dims'])} x u64 (ne)", 8 * len(info["dims"]),
+         ", ".join(str(d) for d in info["dims"]), dims_start),
+        ("type u32", 4, f"{info['type']} = {type_names[info['type']]}",
+         dims_start + 8 * len(info["dims"])),
+        ("offset u64", 8, str(info["offset"]), dims_start + 8 * len(info["dims"]) + 4),
+    ], LIGHT_ORANGE, byte_width=0.085, min_width=1.05)
+    ax.text(end + 0.2, y + row_height / 2,
+            "offset: where its bytes\nstart, counted from the\nstart of the tensor data",
+            va="center", fontsize=8, linespacing=1.35)
+
+    # The data section to scale, tensors grouped by block, each group at its first offset.
+    y, data_width = 0.75, 12 - 0.3 - fields_x
+    row_label(y, LIGHT_PURPLE, "tensor data",
+              f"bytes {thousands(data_start)} to\n{thousands(file_size)}, to scale")
+    ax.text(label_x + 0.2, y - 0.42,
+            f"starts at {thousands(end_of_infos)} rounded up to a multiple of "
+            f"general.alignment = {layout['alignment']}"
+            + ("" if layout["has_alignment_key"] else " (the default)"),
+            fontsize=8, va="top")
+    data_bytes = file_size - data_start
+    scale = data_width / data_bytes
+    groups = []
+    for tensor in sorted(infos, key=lambda t: t["offset"]):
+        group = re.match(r"blk\.\d+|[^.]+", tensor["name"]).group(0)
+        if not groups or groups[-1][0] != group:
+            groups.append([group, tensor["offset"], 0])
+        groups[-1][2] += 1
+    for index, (group, offset, count) in enumerate(groups):
+        next_offset = groups[index + 1][1] if index + 1 < len(groups) else data_bytes
+        x0, width = fields_x + offset * scale, (next_offset - offset) * scale
+        box(ax, x0, y, width, row_height, LIGHT_PURPLE if index % 2 == 0 else PURPLE)
+        members = [t for t in infos if t["name"].startswith(group + ".")]
+        for tensor in members[1:]:  # the borders between a group's tensors, to scale too
+            tx = fields_x + tensor["offset"] * scale
+            ax.plot([tx, tx], [y, y + row_height * 0.35], color=INK, linewidth=0.5)
+        label = f"{group}.* ({count} tensors)" if count > 1 else members[0]["name"]
+        if width > 1.0:
+            ax.text(x0 + width / 2, y + row_height * 0.64, label, ha="center", va="center",
+                    fontsize=8, family="monospace")
+            ax.text(x0 + 0.04, y - 0.06, f"+{thousands(offset)}", ha="left", va="top",
+                    fontsize=7.5, color=GREY)
+        else:  # too thin to hold its name: a label above, pointing down at it
+            ax.annotate(f"{label} at +{thousands(offset)}", xy=(x0 + width / 2, y + row_height),
+                        xytext=(x0 + width / 2 - 0.05, y + row_height + 0.22), ha="right",
+                        va="center", fontsize=7.5, family="monospace",
+                        arrowprops={"arrowstyle": "-", "color": INK, "linewidth": 0.6})
+    ax.text(fields_x + data_width, y - 0.24, "+offset = tensor info's offset; absolute byte = "
+            f"{thousands(data_start)} + offset (every offset a multiple of {layout['alignment']})",
+            ha="right", va="top", fontsize=7.5, color=GREY)
+    return fig
+
+
+# ---- naive_matmul_threads ----
+
+def naive_matmul_threads():
+    in_dim, lanes, sector_bytes, element_bytes = 1536, 32, 32, 2
+    row_bytes = in_dim * element_bytes
+    per_sector = sector_bytes // element_bytes
+    columns, cell = 40, 0.095
+    naive_column = 5  # the loop's i at this step: anywhere inside a sector
+    height = lanes * cell
+    fig, ax = canvas(12, 5.9)
+    ax.text(0.3, 5.62, "One load of one warp: 32 lanes read 32 F16 elements of W "
+            "(out_dim rows of in_dim elements, row after row in memory)", fontsize=11.5,
+            fontweight="bold", va="center")
+
+    def grid(x0, y_top, title, subtitle):
+        ax.text(x0, y_top + 0.72, title, fontsize=10, fontweight="bold", va="bottom")
+        ax.text(x0, y_top + 0.66, subtitle, fontsize=8.5, va="top", family="monospace")
+        width = columns * cell
+        # One line per cell border (two collections, not a rectangle per cell: a small file).
+        ax.hlines([y_top - row * cell for row in range(lanes + 1)], x0, x0 + width,
+                  color=LIGHT_GREY, linewidth=0.4)
+        ax.vlines([x0 + column * cell for column in range(columns + 1)], y_top - height, y_top,
+                  color=LIGHT_GREY, linewidth=0.4)
+        ax.vlines([x0 + border * cell for border in range(0, columns + 1, per_sector)],
+                  y_top - height, y_top, color=GREY, linewidth=1.1)
+        ax.add_patch(Rectangle((x0, y_top - height), width, height, facecolor="none",
+                               edgecolor=INK, linewidth=0.8))
+        for border in range(0, columns, per_sector):
+            ax.text(x0 + border * cell, y_top - height - 0.05, f"i0+{border}" if border else "i0",
+                    ha="center", va="top", fontsize=7.5, family="monospace")
+        ax.text(x0 + width + 0.06, y_top - height / 2,
+                "... to\ncolumn\nin_dim-1", ha="left", va="center",
+                fontsize=7.5, color=GREY, linespacing=1.3)
+        ax.text(x0 + width / 2, y_top - height - 0.27,
+                f"a grey line every {per_sector} elements: the {sector_bytes}-byte sectors "
+                "memory is moved in", ha="center", va="top", fontsize=7.5, color=GREY)
+
+    def fill(x0, y_top, row, first_column, n_columns, face):
+        ax.add_patch(Rectangle((x0 + first_column * cell, y_top - (row + 1) * cell),
+                               n_columns * cell, cell, facecolor=face, edgecolor="none"))
+
+    def row_label(x0, y_top, row, text, color=INK):
+        ax.text(x0 - 0.06, y_top - (row + 0.5) * cell, text, ha="right", va="center",
+                fontsize=7.5, family="monospace", color=color)
+
+    # Naive: lane k reads W[o + k][i], each element in a sector of its own.
+    x0, y_top = 1.55, 4.45
+    grid(x0, y_top, "step 6's matmul_kernel: lane k computes out[t][o+k]",
+         "at loop step i, lane k reads W[o+k][i]")
+    sector_start = naive_column - naive_column % per_sector
+    for row in range(lanes):
+        fill(x0, y_top, row, sector_start, per_sector, LIGHT_RED)
+        fill(x0, y_top, row, naive_column, 1, RED)
+    for row, text in ((0, "lane 0: row o"), (lanes // 2, "lane k: row o+k"),
+                      (lanes - 1, "lane 31: row o+31")):
+        row_label(x0, y_top, row, text, RED)
+    stripe_x = x0 + (naive_column + 1) * cell
+    note_x, note_y = x0 + 1.95, y_top - 0.55
+    for row in (0, 1):
+        ax.annotate("", xy=(stripe_x, y_top - (row + 0.5) * cell), xytext=(note_x - 0.05, note_y),
+                    arrowprops={"arrowstyle": "-", "color": INK, "linewidth": 0.6})
+    ax.text(note_x, note_y, f"W[o][i] and W[o+1][i]:\n{thousands(row_bytes)} B apart "
+            f"(in_dim x {element_bytes} B,\nin_dim {in_dim}: Qwen2.5-1.5B)", va="center",
+            fontsize=8, linespacing=1.3,
+            bbox={"facecolor": "white", "edgecolor": LIGHT_GREY, "pad": 2})
+    used = lanes * element_bytes
+    ax.text(x0, y_top - height - 0.62,
+            f"{lanes} addresses, {thousands(row_bytes)} B apart: {lanes} sectors, "
+            f"{lanes} x {sector_bytes} B = {thousands(lanes * sector_bytes)} B\nmoved to use "
+            f"{used} B (dark red); the rest (light red) stays useful only\nif the cache keeps "
+            f"it until loop steps i+1, i+2, ... ask for it", fontsize=8.5, va="top",
+            linespacing=1.35)
+
+    # Coalesced: lane k reads W[o][i0 + k], two whole sectors of one row.
+    x0 = 7.3
+    grid(x0, y_top, "coalesced (a warp per row): lane k reads W[o][i0+k]",
+         "lanes 0..31 read 32 consecutive elements")
+    fill(x0, y_top, 0, 0, lanes, BLUE)
+    row_label(x0, y_top, 0, "row o", BLUE)
+    for lane in (0, lanes - 1):
+        lane_x = x0 + (lane + 0.5) * cell
+        arrow(ax, (lane_x, y_top + 0.3), (lane_x, y_top + 0.02), color=BLUE)
+        ax.text(lane_x + 0.05, y_top + 0.19, f"lane {lane}", va="center", fontsize=8,
+                color=BLUE)
+    sectors = lanes * element_bytes // sector_bytes
+    ax.text(x0, y_top - height - 0.62,
+            f"{lanes} consecutive addresses: {sectors} sectors, {sectors * sector_bytes} B moved, "
+            f"all {used} B used:\n{lanes // sectors}x less memory traffic for the same "
+            f"{lanes} elements", fontsize=8.5, va="top", linespacing=1.35)
+    return fig
+
+
+# ---- kv_cache_layout ----
+
+def kv_cache_layout():
+    n_heads, n_kv_heads, head_dim = 12, 2, 128  # Qwen2.5-1.5B
+    heads_per_kv = n_heads // n_kv_heads
+    n_prompt, drawn_rows, row_height = 5, 12, 0.27
+    decode_row = n_prompt  # n_filled before the first decode step
+    gap_row = drawn_rows - 2  # stands for the rows up to capacity - 2
+    fig, ax = canvas(12, 6.7)
+    ax.text(0.3, 6.45, "The KV cache of one layer: kv_cache.h's KVCache (DeviceKVCache is the "
+            "same on the GPU)", fontsize=12, fontweight="bold", va="center")
+
+    # cache.k is n_layers such blocks, one after another; cache.v likewise.
+    strip_y, strip_x, layer_width = 5.75, 1.5, 1.25
+    layers = ["layer 0", "layer 1", "...", "this layer", "...", "layer n_layers-1"]
+    ax.text(0.3, strip_y + 0.17, "cache.k", fontsize=9.5, family="monospace", va="center",
+            fontweight="bold")
+    shown = layers.index("this layer")
+    for index, name in enumerate(layers):
+        box(ax, strip_x + index * layer_width, strip_y, layer_width, 0.34,
+            LIGHT_BLUE if index == shown else "white", name, fontsize=8)
+    ax.text(strip_x + len(layers) * layer_width + 0.15, strip_y + 0.17,
+            "(n_layers, capacity, kv_dim) floats;\ncache.v the same", fontsize=8, va="center")
+
+    block_width, blocks_top = 3.5, 4.8
+    k_x, v_x = 2.95, 7.0
+    blocks_bottom = blocks_top - drawn_rows * row_height
+    shown_x = strip_x + shown * layer_width
+    for corner_x in (k_x, k_x + block_width):  # the zoom from one layer to its block
+        ax.plot([shown_x + (corner_x > k_x) * layer_width, corner_x],
+                [strip_y, blocks_top + 0.62], color=LIGHT_BLUE, linewidth=0.8, zorder=0)
+
+    def row_y(row):
+        return blocks_top - (row + 1) * row_height
+
+    for x0, title in ((k_x, "keys(layer): this layer's keys"),
+                      (v_x, "values(layer): its values")):
+        ax.text(x0 + block_width / 2, blocks_top + 0.5, title, ha="center", va="bottom",
+                fontsize=9.5, fontweight="bold", family="monospace")
+        for row in range(drawn_rows):
+            if row < n_prompt:
+                face = LIGHT_BLUE
+            elif row == decode_row:
+                face = ORANGE
+            else:
+                face = "white"
+            for head in range(n_kv_heads):
+                slice_width = block_width / n_kv_heads
+                if row == gap_row:
+                    ax.text(x0 + (head + 0.5) * slice_width, row_y(row) + row_height / 2, "...",
+                            ha="center", va="center", fontsize=9, color=GREY)
+                    continue
+                ax.add_patch(Rectangle((x0 + head * slice_width, row_y(row)), slice_width,
+                                       row_height, facecolor=face, edgecolor=INK, linewidth=0.6))
+        ax.add_patch(Rectangle((x0, blocks_bottom), block_width, drawn_rows * row_height,
+                               facecolor="none", edgecolor=INK, linewidth=1.1))
+        for head in range(n_kv_heads):
+            slice_width = block_width / n_kv_heads
+            ax.text(x0 + (head + 0.5) * slice_width, blocks_bottom - 0.07,
+                    f"KV head {head}\nhead_dim = {head_dim} floats", ha="center", va="top",
+                    fontsize=8, linespacing=1.3)
+        ax.annotate("", xy=(x0 + block_width, blocks_bottom - 0.62),
+                    xytext=(x0, blocks_bottom - 0.62),
+                    arrowprops={"arrowstyle": "<->", "color": INK, "linewidth": 0.8,
+                                "shrinkA": 0, "shrinkB": 0})
+        ax.text(x0 + block_width / 2, blocks_bottom - 0.68,
+                f"one row = kv_dim = n_kv_heads x head_dim = {n_kv_heads * head_dim} floats",
+                ha="center", va="top", fontsize=8)
+
+    # The query heads of the new token, grouped onto the KV heads they read.
+    query_width = (block_width / n_kv_heads - 0.2) / heads_per_kv
+    for head in range(n_heads):
+        kv_head = head // heads_per_kv
+        x = k_x + kv_head * block_width / n_kv_heads + 0.1 + (head % heads_per_kv) * query_width
+        box(ax, x, blocks_top + 0.08, query_width, 0.24, LIGHT_ORANGE, f"q{head}", fontsize=7)
+    ax.text(k_x - 0.1, blocks_top + 0.2, "query heads of\nthe new token:", ha="right",
+            va="center", fontsize=8, linespacing=1.2, color=DARK_ORANGE)
+
+    # Row numbers, on the left of the keys.
+    for row, label in ((0, "0"), (n_prompt - 1, "n_prompt-1"), (decode_row, "n_filled"),
+                       (drawn_rows - 1, "capacity-1")):
+        ax.text(k_x - 0.07, row_y(row) + row_height / 2, label, ha="right", va="center",
+                fontsize=8, family="monospace")
+
+    # What writes which rows, on the left; what attention reads, on the right.
+    bracket(ax, 2.05, row_y(n_prompt - 1) + 0.02, blocks_top - 0.02, side=+1, color=BLUE)
+    ax.text(1.87, (row_y(n_prompt - 1) + blocks_top) / 2,
+            "prefill: one pass\nover the prompt\nwrites rows\n0 .. n_prompt-1\n"
+            "(rows = positions)", ha="right", va="center", fontsize=8, color=BLUE,
+            linespacing=1.25)
+    arrow(ax, (1.95, row_y(decode_row) - 0.62), (k_x - 0.72, row_y(decode_row) + 0.02),
+          color=ORANGE, connectionstyle="arc3,rad=0.3")
+    ax.text(1.87, row_y(decode_row) - 0.3,
+            "a decode step: the\nnew token's K and V\nprojections write\nrow n_filled "
+            "(= n_prompt\nat the first step),\nthen n_filled += 1", ha="right", va="top",
+            fontsize=8, color=DARK_ORANGE, linespacing=1.25)
+    read_x = v_x + block_width + 0.2
+    bracket(ax, read_x, row_y(decode_row) + 0.02, blocks_top - 0.02, side=-1, color=RED)
+    ax.text(read_x + 0.12, (row_y(decode_row) + blocks_top) / 2,
+            "its attention reads\nrows 0 .. n_filled,\nin K (scores) and\nV (weighted sum),\n"
+            "each query head in\nthe slice of its KV head", ha="left", va="center", fontsize=8,
+            color=RED, linespacing=1.25)
+    ax.text(read_x + 0.12, row_y(gap_row) + 0.1, "rows past n_filled:\nallocated, not yet\n"
+            "written", ha="left", va="center", fontsize=8, color=GREY, linespacing=1.25)
+
+    ax.text(0.3, 0.3,
+            f"Grouped-query attention, Qwen2.5-1.5B: {n_heads} query heads share {n_kv_heads} KV "
+            f"heads, {heads_per_kv} each (query head h reads KV head h / {heads_per_kv}), so a "
+            f"row holds {n_kv_heads} x {head_dim} floats, not {n_heads} x {head_dim}.",
+            fontsize=8.5, va="center")
+    return fig
+
+
+# ---- sampler_pipeline ----
+
+SAMPLER_TOKENS = ["mat", "floor", "sofa", "bed", "cat", "chair", "rug", "table", "the", "roof",
+                  "grass", "moon"]
+SAMPLER_LOGITS = [4.0, 3.5, 3.1, 2.8, 2.6, 2.3, 1.9, 1.5, 1.0, 0.6, 0.2, -0.6]
+SAMPLER_RECENT = {"cat", "the", "moon"}  # tokens the sequence already holds
+SAMPLER_SETTINGS = {"repeat_penalty": 1.5, "temperature": 0.7, "top_k": 8, "top_p": 0.85,
+                    "min_p": 0.2, "seed": 42}
+
+
+class Mt19937_64:
+    """std::mt19937_64, whose output sequence for a seed the C++ standard fixes (the constants
+    are the standard's), so the picture's draw is the one sampler.cpp makes with that seed."""
+    WORDS, SHIFT = 312, 156
+    MASK = (1 << 64) - 1
+    LOWER = (1 << 31) - 1
+    UPPER = MASK ^ LOWER
+
+    def __init__(self, seed):
+        self.state = [seed & self.MASK]
+        for i in range(1, self.WORDS):
+            previous = self.state[-1]
+            self.state.append((6364136223846793005 * (previous ^ (previous >> 62)) + i)
+                              & self.MASK)
+        self.index = self.WORDS
+
+    def __call__(self):
+        if self.index == self.WORDS:
+            for i in range(self.WORDS):
+                bits = ((self.state[i] & self.UPPER)
+                        | (self.state[(i + 1) % self.WORDS] & self.LOWER))
+                twisted = (bits >> 1) ^ (0xB5026F5AA96619E9 if bits & 1 else 0)
+                self.state[i] = self.state[(i + self.SHIFT) % self.WORDS] ^ twisted
+            self.index = 0
+        y = self.state[self.index]
+        self.index += 1
+        y ^= (y >> 29) & 0x5555555555555555
+        y ^= (y << 17) & 0x71D67FFFEDA60000
+        y ^= (y << 37) & 0xFFF7EEE000000000
+        return (y ^ (y >> 43)) & self.MASK
+
+
+def softmax(logits):
+    largest = max(logits)
+    weights = [math.exp(x - largest) for x in logits]
+    return [w / sum(weights) for w in weights]
+
+
+def sampler_stages():
+    """[(title, {token index: probability}, kept token indices)] for each stage, as sample_token
+    runs them; the stages before top-k show the softmax of the logits so far, for comparison."""
+    s = SAMPLER_SETTINGS
+    everyone = range(len(SAMPLER_TOKENS))
+
+    def as_shown(logits):
+        return dict(zip(everyone, softmax(logits)))
+
+    stages = [("1  model logits\n(softmax shown)", as_shown(SAMPLER_LOGITS), set(everyone))]
+
+    penalized = [(x / s["repeat_penalty"] if x > 0 else x * s["repeat_penalty"])
+                 if token in SAMPLER_RECENT else x
+                 for token, x in zip(SAMPLER_TOKENS, SAMPLER_LOGITS)]
+    stages.append((f"2  repetition penalty\n{s['repeat_penalty']} on recent tokens",
+                   as_shown(penalized), set(everyone)))
+    tempered = [x / s["temperature"] for x in penalized]
+    stages.append((f"3  temperature\nlogits / {s['temperature']}", as_shown(tempered),
+                   set(everyone)))
+
+    # sorted_candidates: most likely first, ties to the lower id; then softmax over the top k.
+    order = sorted(everyone, key=lambda i: (-tempered[i], i))[:s["top_k"]]
+    probability = dict(zip(order, softmax([tempered[i] for i in order])))
+    stages.append((f"4  top-k {s['top_k']}, then\nsoftmax over them", probability, set(order)))
+
+    mass, kept = 0.0, 0
+    while kept < len(order) and mass < s["top_p"]:
+        mass += probability[order[kept]]
+        kept += 1
+    order = order[:max(kept, 1)]
+    stages.append((f"5  top-p {s['top_p']}\n(no renormalizing)", probability, set(order)))
+
+    threshold = s["min_p"] * probability[order[0]]
+    kept = 1
+    while kept < len(order) and probability[order[kept]] >= threshold:
+        kept += 1
+    order = order[:kept]
+    stages.append((f"6  min-p {s['min_p']}\n>= {threshold:.3f} (= {s['min_p']} x best)",
+                   probability, set(order)))
+
+    # draw: one uniform number, scaled by what is left, walks the cumulative probabilities.
+    uniform = (Mt19937_64(s["seed"])() >> 11) * 2.0 ** -53
+    total = sum(probability[i] for i in order)
+    cumulative, chosen = 0.0, order[-1]
+    for i in order:
+        cumulative += probability[i]
+        if uniform * total < cumulative:
+            chosen = i
+            break
+    renormalized = {i: probability[i] / total for i in order}
+    stages.append((f"7  draw, --seed {s['seed']}\n(shown renormalized)", renormalized,
+                   set(order)))
+    return stages, chosen, uniform
+
+
+def sampler_pipeline():
+    stages, chosen, uniform = sampler_stages()
+    fig, axes = plt.subplots(1, len(stages), figsize=(12, 4.6), sharey=True)
+    fig.subplots_adjust(left=0.06, right=0.99, top=0.74, bottom=0.17, wspace=0.16)
+    fig.text(0.01, 0.96, "sample_token's stages, in sampler.cpp's order, on twelve made-up "
+             "logits", fontsize=12, fontweight="bold", va="center")
+    fig.text(0.01, 0.9, f"Tokens already in the sequence (*): "
+             f"{', '.join(sorted(SAMPLER_RECENT))}. The settings are exaggerated so that every "
+             "stage acts; step 8's defaults are penalty 1.05, temperature 0.7, top-k 20, "
+             "top-p 0.8, min-p 0.", fontsize=8.5, va="center")
+    rows = range(len(SAMPLER_TOKENS))
+    kept_before = set(rows)
+    for ax, (title, probability, kept) in zip(axes, stages):
+        for row in rows:
+            if row in kept:
+                face = RED if ax is axes[-1] and row == chosen else BLUE
+                ax.barh(row, probability[row], color=face, height=0.72)
+                ax.text(probability[row] + 0.03, row, f"{probability[row]:.2f}", va="center",
+                        fontsize=7)
+            elif row in kept_before:  # this stage removes it
+                ax.barh(row, probability.get(row, 0.0), color=LIGHT_GREY, height=0.72)
+                ax.text(probability.get(row, 0.0) + 0.03, row, "out", va="center", fontsize=7,
+                        color=GREY)
+        kept_before = kept
+        ax.set_title(title, fontsize=8.5, loc="left", pad=6, linespacing=1.3)
+        ax.set_xlim(0, 1.0)
+        ax.set_xticks([0, 0.5, 1])
+        ax.set_xticklabels(["0", "0.5", "1"], fontsize=7.5)
+        ax.tick_params(axis="y", length=0)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    axes[0].set_yticks(list(rows))
+    labels = [f"{token} *" if token in SAMPLER_RECENT else token for token in SAMPLER_TOKENS]
+    axes[0].set_yticklabels(labels, fontsize=8.5, family="monospace")
+    axes[0].invert_yaxis()
+
+    # The draw as the code does it: u against the cumulative probabilities of what is left.
+    draw_axes, (_, renormalized, _) = axes[-1], stages[-1]
+    strip_top, strip_height, left = 6.0, 0.9, 0.0
+    draw_axes.text(0, strip_top - 0.45, "cumulative:", fontsize=7.5, va="center")
+    for token, share in renormalized.items():
+        draw_axes.add_patch(Rectangle((left, strip_top), share, strip_height,
+                                      facecolor=RED if token == chosen else LIGHT_BLUE,
+                                      edgecolor="white", linewidth=1.0))
+        draw_axes.text(left + share / 2, strip_top + strip_height + 0.45, SAMPLER_TOKENS[token],
+                       ha="center", va="center", fontsize=6.5, rotation=90 if share < 0.2 else 0)
+        left += share
+    draw_axes.plot([uniform, uniform], [strip_top - 0.15, strip_top + strip_height + 0.15],
+                   color=INK, linewidth=1.2)
+    draw_axes.text(uniform, strip_top + strip_height + 1.45, f"u = {uniform:.3f}\n"
+                   f"falls in {SAMPLER_TOKENS[chosen]}", ha="center", va="top", fontsize=7.5,
+                   color=RED)
+
+    fig.text(0.06, 0.045, "Bars: probability. In stages 1 to 3 it is the softmax of the logits "
+             "so far, for comparison: the code computes probabilities from stage 4 on.\n"
+             "Stages 5 and 6 only cut the list; the draw scales u by the sum of what is left, "
+             "which is the same as renormalizing.", fontsize=8, va="center", linespacing=1.4)
+    for left_axes, right_axes in zip(axes[:-1], axes[1:]):  # from each stage to the next
+        start, end = left_axes.get_position(), right_axes.get_position()
+        middle = (start.y0 + start.y1) / 2
+        fig.patches.append(FancyArrowPatch((start.x1 - 0.006, middle), (end.x0 - 0.002, middle),
+                                           transform=fig.transFigure, arrowstyle="-|>",
+                                           mutation_scale=9, color=GREY, linewidth=1.0))
+    return fig
+
+
+# ---- series_speed ----
+
+SPEED_SOURCES = [  # (file, panel title: {heading} is the table's "## " heading, {threads} its
+    ("docs/bench/h200-series.md", "H200 GPU\n{heading}"),  # largest thread count)
+    ("docs/bench/cpu-real-0.5b.md", "2-core CPU, {threads} threads\nreal Qwen2.5-0.5B"),
+]
+
+
+def markdown_tables(path):
+    """[(heading, [{column name: cell}])] for every table of a markdown file, under its "## "."""
+    tables, heading, lines = [], "", open(path, encoding="utf-8").read().split("\n")
+
+    def cells(line):
+        return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("## "):
+            heading = lines[i][3:].strip()
+        is_header = (lines[i].startswith("|") and i + 1 < len(lines)
+                     and re.match(r"^\|[\s:|-]+\|\s*$", lines[i + 1]))
+        if not is_header:
+            i += 1
+            continue
+        names = [name.lower() for name in cells(lines[i])]
+        rows, i = [], i + 2
+        while i < len(lines) and lines[i].startswith("|"):
+            rows.append(dict(zip(names, cells(lines[i]))))
+            i += 1
+        tables.append((heading, rows))
+    return tables
+
+
+def number_in(cell):
+    match = re.match(r"[\d,]*\.?\d+", (cell or "").replace("*", ""))
+    return float(match.group(0).replace(",", "")) if match else None
+
+
+def speed_panels():
+    """One panel per engine table: our steps and transformers as bars, llama.cpp as a range."""
+    panels = []
+    for path, title in SPEED_SOURCES:
+        for heading, rows in markdown_tables(os.path.join(ROOT, path)):
+            if not rows or "engine" not in rows[0] or "gen tok/s" not in rows[0]:
+                continue
+            threads = "all"
+            if "threads" in rows[0]:  # one bar per engine: the rows with every thread in use
+                most = max(number_in(row["threads"]) or 0 for row in rows)
+                rows = [row for row in rows if number_in(row["threads"]) == most]
+                threads = f"{most:.0f}"
+            bars, llama_cpp = [], []
+            for row in rows:
+                engine = row["engine"].replace("`", "")
+                speed = number_in(row["gen tok/s"])
+                step = re.match(r"step\d+", engine)
+                if engine.startswith("llama.cpp") and speed:
+                    llama_cpp.append(speed)
+                elif step or engine.startswith("transformers"):
+                    bars.append({
+                        "label": step.group(0) if step else engine[len("transformers"):].strip(),
+                        "speed": speed,
+                        "as_written": row["gen tok/s"],
+                        "roofline": number_in(row.get("roofline tok/s")),
+                        "no_cache": "no KV cache" in " ".join(row.values()),
+                        "ours": bool(step)})
+            panels.append({"title": title.format(heading=heading, threads=threads),
+                           "bars": bars, "llama_cpp": llama_cpp})
+    return panels
+
+
+def series_speed():
+    panels = speed_panels()
+    speeds = [bar["speed"] for panel in panels for bar in panel["bars"] if bar["speed"]]
+    ceilings = [bar["roofline"] or 0 for panel in panels for bar in panel["bars"]]
+    low = 10 ** math.floor(math.log10(min(speeds)) - 0.3)
+    high = 10 ** math.ceil(math.log10(max(speeds + ceilings)) + 0.3)
+    widths = [len(panel["bars"]) + 0.4 for panel in panels]
+    fig, axes = plt.subplots(1, len(panels), figsize=(12, 5.0), sharey=True,
+                             gridspec_kw={"width_ratios": widths})
+    fig.subplots_adjust(left=0.065, right=0.995, top=0.74, bottom=0.17, wspace=0.06)
+    fig.text(0.01, 0.965, "Generated tokens per second of every step, after a 512-token prompt "
+             "(the tables of docs/bench/)", fontsize=12, fontweight="bold", va="center")
+    kinds = {"no KV cache": LIGHT_BLUE, "KV cache": BLUE, "transformers": ORANGE}
+    for ax, panel in zip(axes, panels):
+        ax.set_yscale("log")
+        ax.set_ylim(low, high)
+        ax.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        bars = panel["bars"]
+        for index, bar in enumerate(bars):
+            if not bar["ours"]:
+                face = kinds["transformers"]
+            else:
+                face = kinds["no KV cache"] if bar["no_cache"] else kinds["KV cache"]
+            if bar["speed"]:
+                ax.bar(index, bar["speed"] - low, width=0.72, color=face, bottom=low)
+                ax.text(index, bar["speed"] * 1.15, bar["as_written"], ha="center",
+                        va="bottom", fontsize=7.5)
+            else:
+                ax.text(index, low * 1.5, "not\nmeasured", ha="center", va="bottom",
+                        fontsize=7, color=GREY, linespacing=1.1)
+            if bar["roofline"]:
+                ax.plot([index - 0.42, index + 0.42], [bar["roofline"]] * 2, color=INK,
+                        linewidth=1.2, linestyle=(0, (3, 1.5)))
+        rooflines = [bar["roofline"] for bar in bars if bar["roofline"]]
+        if rooflines:
+            ax.text(len(bars) - 0.5, max(rooflines) * 1.25, f"roofline {max(rooflines):.0f}",
+                    ha="right", va="bottom", fontsize=7.5)
+        if panel["llama_cpp"]:
+            slowest, fastest = min(panel["llama_cpp"]), max(panel["llama_cpp"])
+            ax.axhspan(slowest, fastest, color=LIGHT_GREEN, alpha=0.7, zorder=0)
+            for value in (slowest, fastest):
+                ax.axhline(value, color=GREEN, linewidth=1.0, zorder=0)
+            ax.text(-0.45, fastest * 1.2, f"llama.cpp: {slowest:g} to {fastest:g}\n"
+                    f"({len(panel['llama_cpp'])} settings)", fontsize=7.5, color=DARK_GREEN,
+                    va="bottom", linespacing=1.15)
+        ax.set_xticks(range(len(bars)))
+        ax.set_xticklabels([bar["label"] + ("\n(no KV\ncache)" if bar["no_cache"] else "")
+                            for bar in bars], fontsize=7.5, linespacing=1.1)
+        # transformers' rows are labelled by dtype, with the engine's name once under them all.
+        others = [index for index, bar in enumerate(bars) if not bar["ours"]]
+        if others:
+            ax.text(sum(others) / len(others), -0.11, "transformers",
+                    transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=7.5)
+        ax.tick_params(axis="x", length=0)
+        ax.set_xlim(-0.6, len(bars) - 0.4)
+        ax.set_title(panel["title"], fontsize=9, linespacing=1.3)
+        ax.grid(axis="y", color=LIGHT_GREY, linewidth=0.6)
+        ax.set_axisbelow(True)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        if ax is not axes[0]:
+            ax.tick_params(axis="y", left=False)
+    axes[0].set_ylabel("generated tokens/s (log scale)")
+    legend = [Rectangle((0, 0), 1, 1, color=color) for color in kinds.values()]
+    legend += [plt.Line2D([0], [0], color=INK, linestyle=(0, (3, 1.5)), linewidth=1.2),
+               Rectangle((0, 0), 1, 1, facecolor=LIGHT_GREEN, edgecolor=GREEN)]
+    fig.legend(legend, ["our step, no KV cache: each token re-runs every position",
+                        "our step, KV cache", "transformers generate()",
+                        "roofline of that row: copy bandwidth / weight bytes per token",
+                        "llama.cpp on the same CPU"],
+               loc="upper left", bbox_to_anchor=(0.055, 0.935), ncol=3, fontsize=8,
+               frameon=False, handlelength=2.2, columnspacing=1.6)
+    return fig
+
+
+# ---- main ----
+
+FIGURES = {
+    "gguf_layout": gguf_layout,
+    "naive_matmul_threads": naive_matmul_threads,
+    "kv_cache_layout": kv_cache_layout,
+    "sampler_pipeline": sampler_pipeline,
+    "series_speed": series_speed,
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Draws the articles' figures as SVG.")
+    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "figures"),
+                        help="directory for the SVG files (default: docs/figures)")
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"figures to draw (default: all): {', '.join(FIGURES)}")
+    args = parser.parse_args()
+    unknown = [name for name in args.names if name not in FIGURES]
+    if unknown:
+        parser.error(f"no figure named {', '.join(unknown)}; there are {', '.join(FIGURES)}")
+    os.makedirs(args.out, exist_ok=True)
+    for name in args.names or FIGURES:
+        fig = FIGURES[name]()
+        path = os.path.join(args.out, name + ".svg")
+        fig.savefig(path, format="svg", metadata={"Date": None}, bbox_inches="tight",
+                    pad_inches=0.12)
+        plt.close(fig)
+        print(f"{os.path.relpath(path)}: {os.path.getsize(path):,} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
