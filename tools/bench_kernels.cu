@@ -1,17 +1,25 @@
-// bench_kernels.cu - how fast each of step06's naive kernels runs (not a test), in the manner
-// of llm.c's dev/cuda: one row per kernel and shape, with its time and the bandwidth it got.
+// bench_kernels.cu - how fast each operator of ops_cuda.h runs (not a test), in the manner of
+// llm.c's dev/cuda: one row per operator and shape, with its time and the rate it got.
 //
-//   tools/bench_kernels.sh              builds this against step06's sources and runs it
-//   build/bench/bench_kernels [N_TOKENS...]   (default: 1 and 512)
+//   tools/bench_kernels.sh          builds this against step08's and step09's sources, runs
+//                                   both and prints one table with the two side by side
+//   build/bench/bench_kernels_stepNN
 //
 // Shapes are Qwen2.5-1.5B's: d_model 1536, 12 query heads and 2 KV heads of 128, d_ff 8960,
-// vocabulary 151936, weights in F16 as step06 uploads them. One token is what each generation
-// step costs per token of the sequence (decode); 512 is a long prompt (prefill). Inputs are
-// random, since speed does not depend on the values here.
+// vocabulary 151936, weights in F16 as the steps upload them. One token is a decode step, 512
+// a prompt (prefill); decode attention runs over 512, 4096 and 32768 cached positions. Inputs
+// are random, never zeros, since zeros can hide wrong indexing and run faster than data.
+//
+// The H200's L2 cache holds ~60 MB, more than a 1.5B matrix (Wup: 27.5 MB): timed back to
+// back on one buffer, a kernel would read W from the cache, not from memory. So every input
+// read from memory is one of several copies that together pass 256 MB, and each call takes
+// the next copy: each call's bytes come from memory, as in a forward pass.
 //
 // GB/s counts the bytes a kernel must move at least (each input read once, each output
-// written once), so it is a lower bound on the traffic; "% copy" sets it against a
-// device-to-device cudaMemcpy measured in the same run, the practical ceiling.
+// written once), a lower bound on its traffic; "% copy" sets it against a device-to-device
+// cudaMemcpy measured in the same run, the practical ceiling. GFLOP/s counts 2 per multiply-add.
+// Output: one tab-separated line per row (`row`, operator, shape, microseconds, bytes, flops),
+// for tools/kernel_table.py, after a `copy` line with the copy's GB/s.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -35,151 +43,175 @@ constexpr int kKvHeads = 2;
 constexpr int kHeadDim = 128;
 constexpr int kDff = 8960;
 constexpr int kVocab = 151936;
+constexpr size_t kRotationBytes = size_t(256) << 20;  // > 4 x the L2 cache
 
-// Milliseconds per call of `launch`: two warm-up calls, then as many timed calls as fit in
-// ~200 ms (3 to 100), timed together between two CUDA events.
-static double time_ms(const std::function<void()>& launch) {
+// Milliseconds per call of `launch(i)`, i = 0, 1, 2, ...: three warm-up calls, then as many
+// timed calls as fit in ~60 ms (5 to 200) between two CUDA events; the median of 5 such runs.
+// A call of over 20 ms (step 8's naive attention at 32768 positions) is timed alone, 3 times.
+static double time_ms(const std::function<void(int)>& launch) {
     cudaEvent_t start, stop;
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
+    int call = 0;
     auto run = [&](int reps) {
         CUDA_CHECK(cudaEventRecord(start));
-        for (int i = 0; i < reps; i++) launch();
+        for (int i = 0; i < reps; i++) launch(call++);
         CUDA_CHECK(cudaEventRecord(stop));
         CUDA_CHECK(cudaEventSynchronize(stop));
         float ms = 0.0f;
         CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
         return double(ms) / reps;
     };
-    const double first = run(2);
-    const int reps = first > 0.0 ? std::max(3, std::min(100, int(200.0 / first))) : 100;
-    const double ms = run(reps);
+    const double first = run(3);
+    const bool slow = first > 20.0;
+    const int reps = slow ? 1 : first > 0.0 ? std::max(5, std::min(200, int(60.0 / first))) : 200;
+    std::vector<double> runs;
+    for (int r = 0; r < (slow ? 3 : 5); r++) runs.push_back(run(reps));
+    std::sort(runs.begin(), runs.end());
     CUDA_CHECK(cudaEventDestroy(start));
     CUDA_CHECK(cudaEventDestroy(stop));
-    return ms;
+    return runs[runs.size() / 2];
 }
 
-// A device buffer of n random floats in [-1, 1).
-static DeviceBuffer<float> random_buffer(size_t n, uint32_t seed) {
+static std::vector<float> random_floats(size_t n, uint32_t seed) {
     std::mt19937 generator(seed);
     std::uniform_real_distribution<float> distribution(-1.0f, 1.0f);
     std::vector<float> values(n);
     for (float& value : values) value = distribution(generator);
-    return DeviceBuffer<float>(values);
+    return values;
+}
+
+// Copies of one random input, enough of them to pass kRotationBytes together (at least one).
+template <typename T>
+struct Rotation {
+    std::vector<DeviceBuffer<T>> copies;
+    T* at(int call) { return copies[size_t(call) % copies.size()].data(); }
+};
+
+template <typename T>
+static Rotation<T> rotation(const std::vector<T>& values) {
+    Rotation<T> r;
+    const size_t bytes = std::max<size_t>(1, values.size() * sizeof(T));
+    const size_t n = std::max<size_t>(1, (kRotationBytes + bytes - 1) / bytes);
+    for (size_t i = 0; i < n; i++) r.copies.emplace_back(values);
+    return r;
+}
+
+static Rotation<float> random_rotation(size_t n, uint32_t seed) {
+    return rotation(random_floats(n, seed));
 }
 
 // An F16 matrix (rows, cols) with values of order 1/sqrt(cols), as a model's weights are.
-static DeviceBuffer<__half> random_matrix(int rows, int cols, uint32_t seed) {
+static Rotation<__half> random_matrix(int rows, int cols, uint32_t seed, bool rotate = true) {
     std::mt19937 generator(seed);
     std::normal_distribution<float> distribution(0.0f, 1.0f / std::sqrt(float(cols)));
     std::vector<__half> values(size_t(rows) * cols);
     for (__half& value : values) value = __float2half(distribution(generator));
-    return DeviceBuffer<__half>(values);
+    if (rotate) return rotation(values);
+    Rotation<__half> one;
+    one.copies.emplace_back(values);
+    return one;
 }
 
 // The peak of a device-to-device copy: 2 bytes moved (one read, one written) per byte copied.
 static double copy_gb_per_s() {
     const size_t bytes = size_t(1) << 30;
     DeviceBuffer<uint8_t> source(bytes), destination(bytes);
-    double ms = time_ms([&] {
+    double ms = time_ms([&](int) {
         CUDA_CHECK(cudaMemcpy(destination.data(), source.data(), bytes, cudaMemcpyDeviceToDevice));
     });
     return 2.0 * bytes / (ms * 1e6);
 }
 
-struct Table {
-    double copy_gb_per_s;
-
-    void header() const {
-        std::printf("%-13s %-32s %11s %9s %7s %9s\n", "kernel", "shape", "time (us)", "GB/s",
-                    "% copy", "GFLOP/s");
-    }
-
-    // One row; flops = 0 leaves the last column empty.
-    void row(const char* kernel, const std::string& shape, double bytes, double flops,
-             const std::function<void()>& launch) const {
-        const double ms = time_ms(launch);
-        const double gb_per_s = bytes / (ms * 1e6);
-        std::printf("%-13s %-32s %11.1f %9.1f %6.1f%%", kernel, shape.c_str(), ms * 1e3, gb_per_s,
-                    100.0 * gb_per_s / copy_gb_per_s);
-        if (flops > 0) std::printf(" %9.1f", flops / (ms * 1e6));
-        std::printf("\n");
-    }
-};
+static void row(const char* op, const std::string& shape, double bytes, double flops,
+                const std::function<void(int)>& launch) {
+    const double ms = time_ms(launch);
+    std::printf("row\t%s\t%s\t%.2f\t%.0f\t%.0f\n", op, shape.c_str(), ms * 1e3, bytes, flops);
+    std::fflush(stdout);
+}
 
 static std::string shape(const char* format, int a, int b = 0, int c = 0) {
-    char text[64];
+    char text[96];
     std::snprintf(text, sizeof text, format, a, b, c);
     return text;
 }
 
-// Every kernel at n tokens: the operators of one layer, then the model's ends.
-static void bench_tokens(const Table& table, int n) {
+constexpr double kF = 4.0;  // bytes per float activation
+constexpr double kH = 2.0;  // bytes per F16 weight
+
+static void bench_matmul(const char* name, int n, int in_dim, int out_dim, uint32_t seed) {
     const uint32_t f16 = uint32_t(GgmlType::F16);
-    const int q_dim = kHeads * kHeadDim, kv_dim = kKvHeads * kHeadDim;
-    DeviceBuffer<float> x = random_buffer(size_t(n) * kDModel, 1);
-    DeviceBuffer<float> out = random_buffer(size_t(n) * kDModel, 2);
-    DeviceBuffer<float> norm = random_buffer(kDModel, 3);
-    DeviceBuffer<float> q = random_buffer(size_t(n) * q_dim, 4);
-    DeviceBuffer<float> k = random_buffer(size_t(n) * kv_dim, 5);
-    DeviceBuffer<float> v = random_buffer(size_t(n) * kv_dim, 6);
-    DeviceBuffer<float> attn = random_buffer(size_t(n) * q_dim, 7);
-    DeviceBuffer<float> gate = random_buffer(size_t(n) * kDff, 8);
-    DeviceBuffer<float> up = random_buffer(size_t(n) * kDff, 9);
-    DeviceBuffer<float> logits = random_buffer(size_t(n) * kVocab, 10);
-    DeviceBuffer<__half> embedding_table = random_matrix(kVocab, kDModel, 11);
-    DeviceBuffer<__half> w_q = random_matrix(q_dim, kDModel, 12);
-    DeviceBuffer<__half> w_k = random_matrix(kv_dim, kDModel, 13);
-    DeviceBuffer<__half> w_up = random_matrix(kDff, kDModel, 14);
-    DeviceBuffer<__half> w_down = random_matrix(kDModel, kDff, 15);
-    std::vector<int32_t> host_ids(n);
-    for (int t = 0; t < n; t++) host_ids[t] = (t * 7919) % kVocab;
-    DeviceBuffer<int32_t> ids(host_ids);
-    const double f = 4.0;  // bytes per float activation
-    const double h = 2.0;  // bytes per F16 weight
-
-    std::printf("-- %d token%s\n", n, n == 1 ? "" : "s");
-    table.row(
-        "embedding", shape("(%d, %d) rows of F16", n, kDModel), n * kDModel * (h + f), 0,
-        [&] { gpu::embedding(x.data(), embedding_table.data(), f16, ids.data(), n, kDModel); });
-    table.row("rmsnorm", shape("(%d, %d)", n, kDModel), 2.0 * n * kDModel * f + kDModel * f, 0,
-              [&] { gpu::rmsnorm(out.data(), x.data(), norm.data(), n, kDModel, 1e-6f); });
-
-    // matmul: the bytes are the weights (read once) plus x and out; flops 2 per weight a token.
-    auto bench_matmul = [&](const std::string& name, float* y, const float* input,
-                            const DeviceBuffer<__half>& w, int in_dim, int out_dim) {
-        const double bytes = double(out_dim) * in_dim * h + double(n) * (in_dim + out_dim) * f;
-        table.row("matmul", name + shape(" %d x %d", in_dim, out_dim), bytes,
-                  2.0 * n * in_dim * out_dim,
-                  [&] { gpu::matmul(y, input, w.data(), f16, n, in_dim, out_dim); });
-    };
-    bench_matmul("Wq", q.data(), x.data(), w_q, kDModel, q_dim);
-    bench_matmul("Wk", k.data(), x.data(), w_k, kDModel, kv_dim);
-    bench_matmul("Wup", up.data(), x.data(), w_up, kDModel, kDff);
-    bench_matmul("Wdown", out.data(), gate.data(), w_down, kDff, kDModel);
-    bench_matmul("LM head", logits.data(), x.data(), embedding_table, kDModel, kVocab);
-
-    table.row("add_bias", shape("(%d, %d)", n, q_dim), 2.0 * n * q_dim * f + q_dim * f, 0,
-              [&] { gpu::add_bias(q.data(), norm.data(), n, q_dim); });
-    table.row("rope", shape("(%d, %d heads x %d)", n, kHeads, kHeadDim), 2.0 * n * q_dim * f, 0,
-              [&] { gpu::rope(q.data(), n, kHeads, kHeadDim, 0, 1e6f); });
-    // Attention's minimum traffic: q, k and v read once, the output written once.
-    table.row("attention", shape("%d tokens, %d/%d heads", n, kHeads, kKvHeads),
-              double(n) * (2 * q_dim + 2 * kv_dim) * f, 0, [&] {
-                  gpu::attention(attn.data(), q.data(), k.data(), v.data(), n, kHeads, kKvHeads,
-                                 kHeadDim);
-              });
-    table.row("swiglu", shape("(%d, %d)", n, kDff), 3.0 * n * kDff * f, 0,
-              [&] { gpu::swiglu(gate.data(), gate.data(), up.data(), int64_t(n) * kDff); });
-    table.row("residual_add", shape("(%d, %d)", n, kDModel), 3.0 * n * kDModel * f, 0,
-              [&] { gpu::residual_add(x.data(), out.data(), int64_t(n) * kDModel); });
-    // Generation takes the argmax of the last position's logits only, once per token.
-    if (n == 1)
-        table.row("argmax", shape("(%d)", kVocab), kVocab * f, 0,
-                  [&] { gpu::argmax(logits.data(), kVocab); });
+    Rotation<__half> w = random_matrix(out_dim, in_dim, seed, n == 1);
+    DeviceBuffer<float> x(random_floats(size_t(n) * in_dim, seed + 1));
+    DeviceBuffer<float> y(size_t(n) * out_dim);
+    const double bytes = double(out_dim) * in_dim * kH + double(n) * (in_dim + out_dim) * kF;
+    row("matmul", std::string(name) + shape(" (%d, %d) x (%d)^T", n, in_dim, out_dim), bytes,
+        2.0 * n * in_dim * out_dim,
+        [&](int i) { gpu::matmul(y.data(), x.data(), w.at(i), f16, n, in_dim, out_dim); });
 }
 
-int main(int argc, char** argv) {
+// One new token's attention over n_positions cached ones: the cache is read once.
+static void bench_decode_attention(int n_positions) {
+    const int q_dim = kHeads * kHeadDim, kv_dim = kKvHeads * kHeadDim;
+    DeviceBuffer<float> q(random_floats(q_dim, 30)), out(q_dim);
+    Rotation<float> k = random_rotation(size_t(n_positions) * kv_dim, 31);
+    Rotation<float> v = random_rotation(size_t(n_positions) * kv_dim, 32);
+    row("attention", shape("1 new token over %d positions", n_positions),
+        2.0 * n_positions * kv_dim * kF + 2.0 * q_dim * kF, 0, [&](int i) {
+            gpu::attention(out.data(), q.data(), k.at(i), v.at(i), 1, n_positions - 1, kHeads,
+                           kKvHeads, kHeadDim);
+        });
+}
+
+static void bench_prefill_attention(int n) {
+    const int q_dim = kHeads * kHeadDim, kv_dim = kKvHeads * kHeadDim;
+    DeviceBuffer<float> q(random_floats(size_t(n) * q_dim, 33)), out(size_t(n) * q_dim);
+    DeviceBuffer<float> k(random_floats(size_t(n) * kv_dim, 34));
+    DeviceBuffer<float> v(random_floats(size_t(n) * kv_dim, 35));
+    // Causal: query t takes t + 1 scores and as many weighted values, each head_dim long.
+    const double flops = 4.0 * kHeadDim * kHeads * (double(n) * (n + 1) / 2);
+    row("attention", shape("prompt of %d tokens", n), double(n) * (2 * q_dim + 2 * kv_dim) * kF,
+        flops, [&](int) {
+            gpu::attention(out.data(), q.data(), k.data(), v.data(), n, 0, kHeads, kKvHeads,
+                           kHeadDim);
+        });
+}
+
+static void bench_rmsnorm(int n) {
+    Rotation<float> x = random_rotation(size_t(n) * kDModel, 1);
+    DeviceBuffer<float> out(size_t(n) * kDModel), weight(random_floats(kDModel, 3));
+    row("rmsnorm", shape("(%d, %d)", n, kDModel), 2.0 * n * kDModel * kF + kDModel * kF, 0,
+        [&](int i) { gpu::rmsnorm(out.data(), x.at(i), weight.data(), n, kDModel, 1e-6f); });
+}
+
+// One decode step's operators, then a prompt's: the series' shapes.
+static void bench_all() {
+    bench_rmsnorm(1);
+    bench_matmul("Wq", 1, kDModel, kHeads * kHeadDim, 12);
+    bench_matmul("Wk", 1, kDModel, kKvHeads * kHeadDim, 13);
+    bench_matmul("Wup", 1, kDModel, kDff, 14);
+    bench_matmul("Wdown", 1, kDff, kDModel, 15);
+    bench_matmul("LM head", 1, kDModel, kVocab, 16);
+    for (int positions : {512, 4096, 32768}) bench_decode_attention(positions);
+    {
+        Rotation<float> logits = random_rotation(kVocab, 10);
+        row("argmax", shape("(%d)", kVocab), kVocab * kF, 0,
+            [&](int i) { gpu::argmax(logits.at(i), kVocab); });
+    }
+    {
+        DeviceBuffer<float> x(random_floats(kDModel, 40)), delta(random_floats(kDModel, 41));
+        row("residual_add", shape("(1, %d): a launch", kDModel), 3.0 * kDModel * kF, 0,
+            [&](int) { gpu::residual_add(x.data(), delta.data(), kDModel); });
+    }
+    const int n = 512;
+    bench_rmsnorm(n);
+    bench_matmul("Wq", n, kDModel, kHeads * kHeadDim, 22);
+    bench_matmul("Wup", n, kDModel, kDff, 24);
+    bench_matmul("Wdown", n, kDff, kDModel, 25);
+    bench_prefill_attention(n);
+}
+
+int main() {
     try {
         std::string why_not;
         if (!cuda_device_available(why_not)) {
@@ -187,14 +219,9 @@ int main(int argc, char** argv) {
             return 0;
         }
         const DeviceInfo device = device_info();
-        const Table table{copy_gb_per_s()};
-        std::printf("%s: device-to-device copy %.0f GB/s (peak by clock x bus width %.0f GB/s)\n",
-                    device.name.c_str(), table.copy_gb_per_s, device.peak_gb_per_s);
-        table.header();
-        std::vector<int> token_counts;
-        for (int i = 1; i < argc; i++) token_counts.push_back(std::atoi(argv[i]));
-        if (token_counts.empty()) token_counts = {1, 512};
-        for (int n : token_counts) bench_tokens(table, n);
+        std::printf("copy\t%s\t%.1f\t%.0f\n", device.name.c_str(), copy_gb_per_s(),
+                    device.peak_gb_per_s);
+        bench_all();
     } catch (const Error& error) {
         std::fprintf(stderr, "error: %s\n", error.what());
         return 1;

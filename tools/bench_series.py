@@ -6,9 +6,11 @@ Qwen2.5-shaped models: one markdown table per model, printed and written to a fi
     python3 tools/bench_series.py --model models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
     python3 tools/bench_series.py --size 0.5b --device cpu               a CPU-only table
 
-For each model it runs ./step05 (the CPU), ./step06, ./step07 and ./step08 (--device cuda, or cpu)
-on the same prompt (--prompt-file, 512 tokens: tools/bench_prompt.txt), greedy, then
-tools/bench_transformers.py (generate() in bf16 and fp32 on the same device). Each row gives:
+For each model it runs every generating step, ./step05 (the CPU) to the last one (--device cuda, or
+cpu), on the same prompt (--prompt-file, 512 tokens: tools/bench_prompt.txt), greedy, then
+tools/bench_transformers.py (generate() in bf16 and fp32 on the same device) and, given
+--llama-bench, llama.cpp's own benchmark on the same file (pp512, and tg128 after 512 tokens, with
+flash attention and every layer on the GPU). --engines picks some of them. Each row gives:
 prompt tokens/s; how many tokens were generated and their tokens/s and ms/token; the weight bytes
 one token reads over its time (GB/s); that as a share of a copy's bandwidth (one buffer to another,
 on the same device, measured in the same run); and the roofline: tokens/s if a token cost only the
@@ -22,7 +24,8 @@ runs. transformers is given the prompt's ids from the GGUF's own tokenizer (./st
 encode it.
 
 step05 and step06 have no KV cache: each generated token re-runs the whole sequence (512 and more
-positions), so they generate only a few tokens (--step05-new-tokens, --step06-new-tokens).
+positions), so they generate only a few tokens (--step05-new-tokens, --step06-new-tokens);
+--new-tokens-of STEP=N sets any step's count, e.g. fewer for a slow step at 7B.
 
 --size writes models/qwen2.5-SIZE-random-q4_k_m.gguf with tools/make_tiny_model.py when it is
 missing (that needs gguf-py and the Qwen vocabulary, --vocab). Everything else needs only the
@@ -47,8 +50,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-STEPS = ["step05", "step06", "step07", "step08"]
-ENGINES = STEPS + ["transformers"]
+# The steps that generate text: step05 (the first) to the last one there is.
+STEPS = sorted(p.name[:6] for p in REPO.glob("step[0-9][0-9]_*") if int(p.name[4:6]) >= 5)
+ENGINES = STEPS + ["transformers", "llama.cpp"]
 SIZES = ["0.5b", "1.5b", "7b"]
 
 # ----------------------------------------------------------------------------------------------
@@ -280,13 +284,14 @@ def step_command(step, model, args, n_new):
     cmd = [str(REPO / step), str(model), "-f", args.prompt_file, "-n", str(n_new)]
     if step != "step05":
         cmd += ["--device", args.device]
-    if step == "step08":
-        cmd += ["--temp", "0"]  # greedy, as the steps before it
+    if step >= "step08":
+        cmd += ["--temp", "0"]  # greedy, as the steps before the sampler
     return cmd
 
 
 def run_step(step, model, summary, args, clock, log_dir):
     n_new = {"step05": args.step05_new_tokens, "step06": args.step06_new_tokens}.get(step, args.new_tokens)
+    n_new = args.new_tokens_of.get(step, n_new)
     device = "cpu" if step == "step05" else args.device
     row = Row(step, device)
     outcome = run_child(step_command(step, model, args, n_new), clock.limit(args.timeout),
@@ -348,6 +353,33 @@ def run_transformers(model, summary, args, clock, log_dir):
         rows.append(row)
     rows[-1].notes.append(f"{outcome.seconds:.0f} s for all")
     return rows
+
+
+def run_llama_bench(model, summary, args, clock, log_dir):
+    """llama.cpp's llama-bench on the same file: the prompt's tokens/s at depth 0 (pp512) and
+    the generated tokens' after 512 positions (tg128 at depth 512), each the mean of -r runs."""
+    cmd = [args.llama_bench, "-m", str(model), "-ngl", "99", "-fa", "on", "-p", "512", "-n",
+           str(args.new_tokens), "-d", "0,512", "-r", "3", "-o", "json"]
+    outcome = run_child(cmd, clock.limit(args.timeout), log_dir / f"{model.stem}.llama-bench.log")
+    row = Row("llama.cpp", args.device)
+    try:
+        results = json.loads(outcome.stdout[outcome.stdout.index("["):])
+    except ValueError:
+        row.notes.append(outcome.why_failed() if outcome.rc != 0 else "no JSON from llama-bench")
+        return [row]
+    by_test = {(r["n_prompt"], r["n_gen"], r["n_depth"]): r for r in results}
+    prompt = by_test.get((512, 0, 0))
+    generate = by_test.get((0, args.new_tokens, 512))
+    if prompt:
+        row.prompt_tokens, row.prompt_tok_s = 512, prompt["avg_ts"]
+    if generate:
+        row.generated, row.gen_tok_s = args.new_tokens, generate["avg_ts"]
+        row.ms_per_token = 1000 / generate["avg_ts"]
+        row.bytes_per_token = summary.weight_bytes_per_token()
+    commit = (prompt or generate or {}).get("build_commit", "?")
+    row.notes.append(f"llama-bench {commit}, the file's weights, flash attention, CUDA graphs; "
+                     f"gen after 512 positions; mean of 3; {outcome.seconds:.0f} s")
+    return [row]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -468,7 +500,7 @@ def bench_model(model, size, args, clock, copies, machine, build_failures, skips
     report.line()
     report.table_row(COLUMNS)
     report.table_row(["---"] * len(COLUMNS))
-    for engine in ENGINES:
+    for engine in args.engines:
         device = "cpu" if engine == "step05" else args.device
         reason = skip_reason(skips, engine, size, model) or build_failures.get(engine)
         if reason is None and clock.limit(args.timeout) < 10:
@@ -476,10 +508,12 @@ def bench_model(model, size, args, clock, copies, machine, build_failures, skips
         if reason is None and engine == "transformers" and "step04" in build_failures:
             reason = "step04 (the prompt's ids) " + build_failures["step04"]
         if reason:
-            rows = [Row(engine if engine in STEPS else f"transformers {d}", device, reason)
-                    for d in ([None] if engine in STEPS else args.hf_dtypes.split(","))]
+            rows = [Row(engine if engine != "transformers" else f"transformers {d}", device, reason)
+                    for d in (args.hf_dtypes.split(",") if engine == "transformers" else [None])]
         elif engine in STEPS:
             rows = run_step(engine, model, summary, args, clock, args.log_dir)
+        elif engine == "llama.cpp":
+            rows = run_llama_bench(model, summary, args, clock, args.log_dir)
         else:
             rows = run_transformers(model, summary, args, clock, args.log_dir)
         for row in rows:
@@ -506,6 +540,13 @@ def main():
                     help="tokens step05 generates, each a pass over the whole sequence (default 2)")
     ap.add_argument("--step06-new-tokens", type=int, default=4,
                     help="tokens step06 generates, each a pass over the whole sequence (default 4)")
+    ap.add_argument("--new-tokens-of", action="append", default=[], metavar="STEP=N",
+                    help="tokens STEP generates (repeatable), e.g. step08=8 where it is slow")
+    ap.add_argument("--engines", default=None,
+                    help=f"the rows, comma-separated, of {', '.join(ENGINES)} (default: every step "
+                         "and transformers, and llama.cpp with --llama-bench)")
+    ap.add_argument("--llama-bench", default=None, metavar="PATH",
+                    help="llama.cpp's llama-bench, for a llama.cpp row on the same file")
     ap.add_argument("--skip", action="append", default=[], metavar="ENGINE[@SIZE][:REASON]",
                     help=f"leave a row out, saying why; ENGINE is one of {', '.join(ENGINES)}; "
                          "SIZE a --size or a model file (default: every model)")
@@ -529,8 +570,18 @@ def main():
         return
     if not args.size and not args.model:
         ap.error("give --size and/or --model")
-    if min(args.new_tokens, args.step05_new_tokens, args.step06_new_tokens) < 2:
+    try:
+        args.new_tokens_of = {step: int(n) for step, n in (e.split("=") for e in args.new_tokens_of)}
+    except ValueError:
+        ap.error("--new-tokens-of takes STEP=N, e.g. step08=8")
+    counts = [args.new_tokens, args.step05_new_tokens, args.step06_new_tokens, *args.new_tokens_of.values()]
+    if min(counts) < 2:
         ap.error("every -n must be at least 2: the first token comes from the prompt's pass")
+    default_engines = STEPS + ["transformers"] + (["llama.cpp"] if args.llama_bench else [])
+    args.engines = args.engines.split(",") if args.engines else default_engines
+    unknown = [e for e in args.engines if e not in ENGINES]
+    if unknown or ("llama.cpp" in args.engines and not args.llama_bench):
+        ap.error(f"--engines takes {', '.join(ENGINES)} (llama.cpp needs --llama-bench)")
     args.prompt_file = str(Path(args.prompt_file).resolve())
     output = Path(args.output)
     args.log_dir = output.parent / "logs"
@@ -552,7 +603,7 @@ def main():
         machine = f"GPU {gpu or copies['cuda'].get('name', '?')} (driver {driver or '?'}), {copy_text('cuda')}; " + machine
 
     # step04 encodes the prompt for transformers (bench_transformers.py).
-    build_failures = build(["step04"] + STEPS, clock)
+    build_failures = build(["step04"] + [e for e in args.engines if e in STEPS], clock)
 
     report = Report(output, args.append)
     for size in args.size:

@@ -1,49 +1,64 @@
 #!/usr/bin/env bash
-# One model size on a GPU machine, in one go (the device runs one command for at most ten
-# minutes, so each size is its own call): build steps 04-08, write a random-weight file of the
-# size, run steps 06-08 with --check against their own CPU path (0.5b and 1.5b: the CPU side of
-# a 7B check would take minutes), then the speed series (tools/bench_series.py).
+# The speed series on a GPU machine, a few model sizes per call (the device runs one command for
+# at most ten minutes): build the steps, write random-weight files of each size, run the last
+# step with --check against its own CPU path (0.5b and 1.5b: the CPU side of a 7B check would
+# take minutes), then tools/bench_series.py on the F16 file.
 #
-#   tools/gpu_series.sh SIZE OUT [bench_series.py flags...]
+#   tools/gpu_series.sh OUT SIZE... [-- bench_series.py flags...]
+#   e.g. tools/gpu_series.sh out 0.5b 1.5b -- --engines step08,step09,llama.cpp \
+#            --llama-bench build/llama/bin/llama-bench --new-tokens-of step08=8
 #
-# SIZE is 0.5b, 1.5b or 7b. The 0.5b and 1.5b files are laid out as Qwen's published Q4_K_M
-# files are (make_tiny_model.py --as-published: the same type for every tensor); 7b follows
-# llama.cpp's Q4_K_M rules. Logs and the table go to OUT. Needs gguf-py (PYTHONPATH may name
-# its wheel), torch and transformers, and the Qwen tokenizer.json in $QWEN_TOKENIZER_DIR.
+# SIZE is 0.5b, 1.5b or 7b. Each size gets two files: an F16 one, for the series (every matrix
+# in 16 bits, as the GPU steps hold them, so that llama.cpp reads the same bytes), and, for the
+# --check of 0.5b and 1.5b, one laid out as Qwen's published Q4_K_M files are
+# (make_tiny_model.py --as-published). Logs and the tables go to OUT. Needs gguf-py (PYTHONPATH
+# may name its wheel), numpy, torch for the copy bandwidth, and the Qwen tokenizer.json in
+# $QWEN_TOKENIZER_DIR.
 set -u
 cd "$(dirname "$0")/.."
-size=$1 out=$2
-shift 2
+out=${1:?usage: tools/gpu_series.sh OUT SIZE... [-- bench_series.py flags...]}
+shift
+sizes=()
+while [ $# -gt 0 ] && [ "$1" != -- ]; do sizes+=("$1"); shift; done
+[ $# -gt 0 ] && shift
 mkdir -p "$out" models
 start=$SECONDS
 stamp() { echo "[$1: $((SECONDS - start)) s]"; }
-
-published=""
-[ "$size" = 7b ] || published=--as-published
-model=models/qwen2.5-$size-random-${published:+published-}q4_k_m.gguf
+last_step=$(ls -d step[0-9][0-9]_* | tail -n 1 | cut -c1-6)
 vocab=${QWEN_TOKENIZER_DIR:-../shared/qwen-tokenizer}/tokenizer.json
-[ -f "$model" ] || python3 tools/make_tiny_model.py --preset "$size" --types q4_k_m $published \
-    --vocab "$vocab" -o "$model" >"$out/make-$size.log" 2>&1 &
-make -s -j"$(nproc)" CUDA_ARCHS="${CUDA_ARCHS:-90}" step04 step05 step06 step07 step08 \
+
+model_file() {  # model_file SIZE f16|q4_k_m
+    echo "models/qwen2.5-$1-random-published-$2.gguf"
+}
+write_models() {  # one size's files, one after the other (each uses every core)
+    local size=$1 types=f16
+    [ "$size" = 7b ] || types="f16 q4_k_m"
+    for type in $types; do
+        [ -f "$(model_file "$size" $type)" ] ||
+            python3 tools/make_tiny_model.py --preset "$size" --types $type --as-published \
+                --vocab "$vocab" -o "$(model_file "$size" $type)" >>"$out/make-$size.log" 2>&1 ||
+            return 1
+    done
+}
+(for size in "${sizes[@]}"; do write_models "$size" || exit 1; done) &
+writer=$!
+make -s -j"$(nproc)" CUDA_ARCHS="${CUDA_ARCHS:-90}" step04 step08 "$last_step" \
     >"$out/build.log" 2>&1 || { tail -n 20 "$out/build.log"; exit 1; }
 stamp built
-wait
-[ -f "$model" ] || { tail -n 20 "$out/make-$size.log"; exit 1; }
-stamp "wrote $model"
+wait $writer || { tail -n 20 "$out"/make-*.log; exit 1; }
+stamp "wrote the models"
 
-if [ "$size" != 7b ]; then
-    prompt="Explain why the sky is blue, in two sentences."
-    for step in step06 step07 step08; do
-        extra=""
-        [ "$step" = step08 ] && extra="--temp 0"
-        echo "== ./$step $model --check -n 16 --chat $extra"
-        timeout 240 ./$step "$model" --device cuda --check --chat -p "$prompt" -n 16 $extra \
-            >"$out/check-$step-$size.log" 2>&1
+for size in "${sizes[@]}"; do
+    if [ "$size" != 7b ]; then
+        model=$(model_file "$size" q4_k_m)
+        echo "== ./$last_step $model --check -n 16 --chat --temp 0"
+        timeout 240 "./$last_step" "$model" --device cuda --check --chat --temp 0 \
+            -p "Explain why the sky is blue, in two sentences." -n 16 >"$out/check-$size.log" 2>&1
         echo "rc $?"
-        grep -E "^check: [0-9]+ steps|^prompt:" "$out/check-$step-$size.log"
-    done
-    stamp checked
-fi
-
-python3 tools/bench_series.py --model "$model" --output "$out/series-$size.md" "$@"
-stamp benchmarked
+        grep -E "^check: [0-9]+ steps|^prompt:" "$out/check-$size.log"
+        stamp "checked $size"
+    fi
+    python3 tools/bench_series.py --model "$(model_file "$size" f16)" --append \
+        --output "$out/series.md" "$@"
+    stamp "benchmarked $size"
+done

@@ -15,7 +15,6 @@ warnings and fails clearly when called; the regions of earlier steps stay solved
                                              the stubs their failure may name ("a|b")
 Standard library only, so a student machine needs nothing but python3.
 """
-import os
 import re
 import shutil
 import subprocess
@@ -169,6 +168,33 @@ REGIONS = {
         "draw": Region(
             "walk the cumulative probabilities to where uniform (scaled by their total) falls",
             ["draw walks the cumulative probabilities of what the filters left"]),
+    },
+    "09": {
+        "rmsnorm_kernel": Region(
+            "one block per token: every thread adds the squares of every 256th element, "
+            "warp_sum reduces each warp's, the 8 warp sums meet in shared memory; then scale",
+            ["gpu::rmsnorm equals rmsnorm"]),
+        "matvec_kernel": Region(
+            "one warp per row of w: x copied to shared memory tile by tile, the lanes reading "
+            "neighbouring 16-byte pieces of the row (dot_16_bytes), warp_sum of the lanes' sums",
+            ["gpu::matmul equals matmul for F32, F16 and BF16 weights"]),
+        "tiled_gemm_kernel": Region(
+            "a 64 x 64 tile of out per block: 16-deep slices of x and w copied to shared memory "
+            "(k-major), each thread accumulating its 4 x 8 block in registers",
+            ["gpu::matmul equals matmul for F32, F16 and BF16 weights"]),
+        "split_attention_kernel": Region(
+            "one chunk of cached positions of one KV head, for its group of query heads: in "
+            "passes of 32 positions, scores, the online softmax (running max and sum) and the "
+            "weighted values; the chunk's max, sum and values into partials",
+            ["split decode attention equals attention from 1 to 4097 cached positions",
+             "split decode attention equals attention at 32768 cached positions",
+             "gpu::attention equals attention: causal mask, softmax, grouped-query heads, cache"]),
+        "merge_chunks_kernel": Region(
+            "one block per query head: rescale each chunk's sum and values by exp(its max - "
+            "the largest max), add them up, divide",
+            ["split decode attention equals attention from 1 to 4097 cached positions",
+             "split decode attention equals attention at 32768 cached positions",
+             "gpu::attention equals attention: causal mask, softmax, grouped-query heads, cache"]),
     },
 }
 
@@ -324,7 +350,7 @@ def regions_of_step(directory, number):
     return found
 
 
-def write_tree(number, out):
+def write_tree(number, out, shown):
     source = step_dir(ROOT, number)
     if out.exists() and any(out.iterdir()):
         sys.exit(f"error: {out} is not empty")
@@ -357,7 +383,6 @@ def write_tree(number, out):
     for model_file in ("tiny-qwen2.gguf", "tiny-qwen2.tokenizer.json"):
         shutil.copy2(ROOT / "models" / model_file, out / "models")
     write_readme(out, number, source.name, regions)
-    shown = os.path.relpath(out)  # as the command line named it, not a path of this machine
     print(f"wrote the step{number} assignment to {shown}: {len(regions)} functions to write")
     for name, file in regions.items():
         print(f"  {source.name}/{file}: {name}")
@@ -455,7 +480,8 @@ def grade():
 def main():
     command = sys.argv[1] if len(sys.argv) > 1 else ""
     if command == "write" and len(sys.argv) == 4 and all(sys.argv[2:]):
-        write_tree(sys.argv[2].zfill(2), Path(sys.argv[3]).resolve())
+        # The tree is named as the command line named it, not by a path of this machine.
+        write_tree(sys.argv[2].zfill(2), Path(sys.argv[3]).resolve(), sys.argv[3])
     elif command == "grade":
         grade()
     elif command == "checks" and len(sys.argv) == 3:

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# step09 on a GPU machine in one call (the device runs one command for at most ten minutes):
+#   1. build steps 06-09 and their checks for sm_90;
+#   2. run every check file that uses the GPU (those including test_gpu.h) of steps 06-09, and
+#      step09's whole suite, the CPU checks too;
+#   3. compute-sanitizer memcheck, racecheck and synccheck on step09's GPU check files (leaving
+#      out the check that makes cudaMalloc fail on purpose, which memcheck reports as an error,
+#      and, under racecheck and synccheck, the 32768-position attention, minutes when
+#      instrumented; memcheck runs it);
+#   4. --check on the tiny model, GPU against CPU, for step09;
+#   5. the kernel table, step08 against step09 (tools/bench_kernels.sh).
+# Logs go to OUT; the summary is printed last.
+#
+#   tools/gpu_step09.sh OUT
+#
+# Needs nvcc, a GPU, compute-sanitizer and doctest (DOCTEST_INCLUDE, as for make).
+set -u
+cd "$(dirname "$0")/.."
+out=${1:?usage: tools/gpu_step09.sh OUT}
+mkdir -p "$out"
+make_flags=(CUDA_ARCHS="${CUDA_ARCHS:-90}" ${DOCTEST_INCLUDE:+DOCTEST_INCLUDE="$DOCTEST_INCLUDE"})
+start=$SECONDS
+summary="$out/summary.txt"
+: >"$summary"
+note() { echo "[$((SECONDS - start)) s] $*" | tee -a "$summary"; }
+
+{ date -u; nvidia-smi; compute-sanitizer --version; nvcc --version; } >"$out/info.log" 2>&1
+note "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+
+targets=(step09)
+for n in 06 07 08 09; do targets+=(build/release/test_step$n); done
+make -j"$(nproc)" "${make_flags[@]}" "${targets[@]}" >"$out/build.log" 2>&1
+note "build: rc $?"
+
+gpu_files() {  # "-sf=*test_a.cpp,*test_b.cpp" for step $1's check files that use the GPU
+    echo "-sf=$(grep -l '"test_gpu.h"' step"$1"_*/test_*.cpp | sed 's|.*/|*|' | paste -sd, -)"
+}
+for n in 06 07 08; do
+    timeout 120 build/release/test_step$n "$(gpu_files $n)" -tse=real_model >"$out/test$n.log" 2>&1
+    note "step$n GPU checks: rc $? | $(tail -n 1 "$out/test$n.log")"
+done
+timeout 200 build/release/test_step09 -tse=real_model >"$out/test09.log" 2>&1
+note "step09 all checks: rc $? | $(tail -n 1 "$out/test09.log")"
+grep -E "ERROR|SKIPPED" "$out/test09.log" | head -n 20 >>"$summary"
+
+files=$(gpu_files 09)
+for tool in memcheck racecheck synccheck; do
+    exclude='*failing CUDA call*'
+    [ "$tool" = memcheck ] || exclude+=',*32768*'
+    timeout 150 compute-sanitizer --tool $tool --print-limit 20 build/release/test_step09 \
+        "$files" -tse=real_model "-tce=$exclude" >"$out/$tool.log" 2>&1
+    note "$tool: rc $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY' "$out/$tool.log" | tail -n 1) | $(grep -E '^test_step09:' "$out/$tool.log" | tail -n 1)"
+done
+
+timeout 60 ./step09 models/tiny-qwen2.gguf -p "Once upon a time," -n 24 --check --temp 0 \
+    >"$out/check-tiny.log" 2>&1
+note "step09 --check tiny: rc $? | $(grep -E '^check: [0-9]+ steps' "$out/check-tiny.log")"
+
+timeout 200 tools/bench_kernels.sh >"$out/bench.log" 2>&1
+note "bench_kernels: rc $?"
+cp build/bench/kernels*.tsv build/bench/kernels.md "$out/" 2>/dev/null
+echo
+cat build/bench/kernels.md 2>/dev/null || tail -n 20 "$out/bench.log"
+echo
+cat "$summary"
