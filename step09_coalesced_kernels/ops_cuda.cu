@@ -133,77 +133,93 @@ void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int 
     check_launch("rmsnorm_kernel");
 }
 
-// ---- matmul, one token: matvec_kernel, one warp per output row ----
+// ---- matmul, one token: matvec_kernel, a warp (or a few) per output row ----
 //
 // Decode multiplies each weight matrix by one vector, so it is a read of W and little else:
 // 2 bytes per F16 weight for 2 floating-point operations. Its speed is the speed at which W
 // comes from memory. The warp of row o reads the row front to back, lane k taking the 16-byte
-// pieces k, k + 32, k + 64, ...: one warp load covers 512 consecutive bytes. The vector x is
-// copied into shared memory once per block, in tiles of kMatvecTile floats, and every warp of
-// the block reads it from there. The lanes' partial sums meet in a warp_sum.
+// pieces k, k + 32, k + 64, ...: one warp load covers 512 consecutive bytes, and the loop is
+// unrolled so that each lane has several loads in flight. The lanes' partial sums meet in a
+// warp_sum.
+//
+// Two refinements, each measured (docs/en/step09.md, section 2):
+//   - x comes through the L1 cache, not through shared memory. The first version copied x
+//     into shared memory once per block, so no warp could ask for its row of W before the
+//     whole block had waited for x. x is at most 75 KB, read by every warp of an SM from L1.
+//   - A long row is split among the block's 4 warps (ffn_down: 8960 weights a row, 1536
+//     rows). With one warp a row, its 1536 warps could not keep enough loads in flight; each
+//     warp now takes a quarter of the row, and the 4 partial sums meet in shared memory.
 //
 // A 16-byte load needs a 16-byte aligned address. cudaMalloc aligns the start of W, so every
 // row is aligned when its length is a multiple of the weights per load (8 F16, 4 F32); models'
 // rows are (multiples of 64). Other lengths take the one-element-per-lane loop, which is just
-// as coalesced, with 4 times as many load instructions.
+// as coalesced, with 8 times as many load instructions.
 
-constexpr int kMatvecWarps = 4;    // rows per block, one per warp
-constexpr int kMatvecTile = 4096;  // floats of x in shared memory at a time (16 KB)
-static_assert(kMatvecTile % 8 == 0, "a tile of x ends where a 16-byte piece of any row ends");
+constexpr int kMatvecWarps = 4;          // warps per block
+constexpr int kPiecesToSplitRow = 1024;  // a row of this many 16-byte pieces takes 4 warps
 
 // The dot product of one 16-byte load of weights with the floats of x it multiplies.
 __device__ float dot_16_bytes(uint4 bytes, const float* x, const float*) {
-    return __uint_as_float(bytes.x) * x[0] + __uint_as_float(bytes.y) * x[1] +
-           __uint_as_float(bytes.z) * x[2] + __uint_as_float(bytes.w) * x[3];
+    const float4 xs = __ldg(reinterpret_cast<const float4*>(x));
+    return __uint_as_float(bytes.x) * xs.x + __uint_as_float(bytes.y) * xs.y +
+           __uint_as_float(bytes.z) * xs.z + __uint_as_float(bytes.w) * xs.w;
 }
 __device__ float dot_16_bytes(uint4 bytes, const float* x, const __half*) {
     const __half2* pairs = reinterpret_cast<const __half2*>(&bytes);
-    float sum = 0.0f;
-    for (int i = 0; i < 4; i++) {
-        const float2 w = __half22float2(pairs[i]);
-        sum += w.x * x[2 * i] + w.y * x[2 * i + 1];
-    }
-    return sum;
+    const float4 x0 = __ldg(reinterpret_cast<const float4*>(x));
+    const float4 x1 = __ldg(reinterpret_cast<const float4*>(x + 4));
+    const float2 w0 = __half22float2(pairs[0]), w1 = __half22float2(pairs[1]);
+    const float2 w2 = __half22float2(pairs[2]), w3 = __half22float2(pairs[3]);
+    return w0.x * x0.x + w0.y * x0.y + w1.x * x0.z + w1.y * x0.w + w2.x * x1.x + w2.y * x1.y +
+           w3.x * x1.z + w3.y * x1.w;
 }
 __device__ float dot_16_bytes(uint4 bytes, const float* x, const __nv_bfloat16*) {
     const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&bytes);
-    float sum = 0.0f;
-    for (int i = 0; i < 4; i++) {
-        const float2 w = __bfloat1622float2(pairs[i]);
-        sum += w.x * x[2 * i] + w.y * x[2 * i + 1];
-    }
-    return sum;
+    const float4 x0 = __ldg(reinterpret_cast<const float4*>(x));
+    const float4 x1 = __ldg(reinterpret_cast<const float4*>(x + 4));
+    const float2 w0 = __bfloat1622float2(pairs[0]), w1 = __bfloat1622float2(pairs[1]);
+    const float2 w2 = __bfloat1622float2(pairs[2]), w3 = __bfloat1622float2(pairs[3]);
+    return w0.x * x0.x + w0.y * x0.y + w1.x * x0.z + w1.y * x0.w + w2.x * x1.x + w2.y * x1.y +
+           w3.x * x1.z + w3.y * x1.w;
 }
 
+// warps_per_row is 1 (4 rows a block) or kMatvecWarps (1 row a block).
 template <typename Weight>
-__global__ void matvec_kernel(float* out, const float* x, const Weight* w, int in_dim,
-                              int out_dim) {
+__global__ void matvec_kernel(float* out, const float* x, const Weight* w, int in_dim, int out_dim,
+                              int warps_per_row, bool vectorized) {
     // BEGIN SOLUTION step09 matvec_kernel
-    __shared__ __align__(16) float x_tile[kMatvecTile];
+    __shared__ float partial_sums[kMatvecWarps];
     constexpr int kPerLoad = 16 / sizeof(Weight);  // weights in one 16-byte load
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-    const int64_t row = int64_t(blockIdx.x) * kMatvecWarps + warp;
-    const Weight* w_row = w + row * in_dim;
-    const bool vectorized = in_dim % kPerLoad == 0;  // then every row is 16-byte aligned
+    const int rows_per_block = kMatvecWarps / warps_per_row;
+    const int64_t row = int64_t(blockIdx.x) * rows_per_block + warp / warps_per_row;
+    const int part = warp % warps_per_row;  // which share of the row this warp reads
     float sum = 0.0f;
-    for (int start = 0; start < in_dim; start += kMatvecTile) {
-        const int length = min(kMatvecTile, in_dim - start);
-        __syncthreads();  // every warp is done with the previous tile
-        for (int i = threadIdx.x; i < length; i += blockDim.x) x_tile[i] = x[start + i];
-        __syncthreads();
-        if (row >= out_dim) continue;  // a warp past the last row still helps load x
-        if (vectorized) {
-            const uint4* pieces = reinterpret_cast<const uint4*>(w_row + start);
-#pragma unroll 4
-            for (int p = lane; p < length / kPerLoad; p += kWarpSize)
-                sum += dot_16_bytes(pieces[p], x_tile + p * kPerLoad, w);
+    if (row < out_dim) {
+        const Weight* w_row = w + row * in_dim;
+        const int first_lane = part * kWarpSize, stride = warps_per_row * kWarpSize;
+        if (vectorized) {  // every row and x are 16-byte aligned
+            const uint4* pieces = reinterpret_cast<const uint4*>(w_row);
+#pragma unroll 8
+            for (int p = first_lane + lane; p < in_dim / kPerLoad; p += stride)
+                sum += dot_16_bytes(pieces[p], x + p * kPerLoad, w);
         } else {
-            for (int i = lane; i < length; i += kWarpSize)
-                sum += to_float(w_row[start + i]) * x_tile[i];
+            for (int i = first_lane + lane; i < in_dim; i += stride)
+                sum += to_float(w_row[i]) * x[i];
         }
     }
     sum = warp_sum(sum);
-    if (row < out_dim && lane == 0) out[row] = sum;
+    if (warps_per_row == 1) {
+        if (row < out_dim && lane == 0) out[row] = sum;
+        return;
+    }
+    if (lane == 0) partial_sums[warp] = sum;
+    __syncthreads();
+    if (threadIdx.x == 0 && row < out_dim) {
+        float total = 0.0f;
+        for (int w = 0; w < kMatvecWarps; w++) total += partial_sums[w];
+        out[row] = total;
+    }
     // END SOLUTION
 }
 
@@ -219,6 +235,9 @@ __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int i
 // reads 4 activations and 8 weights from shared memory and does 32 multiply-adds with them.
 // The tiles are stored k-major (transposed) so those 4 and 8 values are consecutive floats;
 // each row has 4 floats of padding, which spreads the transposing stores over the banks.
+// While a step's slices are multiplied, the next step's are on their way into registers
+// (prefetching): the first version waited for each slice, and with the few blocks of a narrow
+// matrix (ffn_down: 1536 outputs, 24 x 8 tiles at 512 tokens) that wait was most of its time.
 // Tensor cores, which do the same multiply-adds in hardware tiles, are step 12's lesson.
 
 constexpr int kTileTokens = 64, kTileOutputs = 64, kTileDepth = 16;
@@ -227,9 +246,33 @@ constexpr int kGemmThreads = (kTileTokens / kThreadTokens) * (kTileOutputs / kTh
 constexpr int kTilePad = 4;
 static_assert((kTileTokens + kTilePad) % 4 == 0 && (kTileOutputs + kTilePad) % 4 == 0,
               "tile rows stay 16-byte aligned, for the float4 reads");
-static_assert(kTileTokens * kTileDepth % kGemmThreads == 0 &&
-                  kTileOutputs * kTileDepth % kGemmThreads == 0,
-              "every thread copies as many elements of a tile");
+static_assert(kTileTokens == kTileOutputs && kTileTokens * kTileDepth % kGemmThreads == 0,
+              "every thread copies as many elements of each slice");
+
+// One thread's share of a k step's two slices: kPerThread elements of x and of w, in column
+// k0 + threadIdx.x % 16 of rows threadIdx.x / 16, + 8, + 16, ..., loaded from global memory
+// into registers. Zeros past the edges: they add nothing to the sums.
+constexpr int kPerThread = kTileTokens * kTileDepth / kGemmThreads;  // 8
+constexpr int kRowsPerPass = kGemmThreads / kTileDepth;              // 8
+static_assert(kPerThread * kRowsPerPass == kTileTokens, "the passes cover every row of a tile");
+
+template <typename Weight>
+__device__ void load_slices(float (&xs)[kPerThread], float (&ws)[kPerThread], const float* x,
+                            const Weight* w, int first_token, int first_output, int k0,
+                            int n_tokens, int in_dim, int out_dim) {
+    const int row = threadIdx.x / kTileDepth, column = k0 + threadIdx.x % kTileDepth;
+    const bool in_k = column < in_dim;
+    const float* x_column = x + int64_t(first_token + row) * in_dim + column;
+    const Weight* w_column = w + int64_t(first_output + row) * in_dim + column;
+    const int64_t step = int64_t(kRowsPerPass) * in_dim;
+#pragma unroll
+    for (int j = 0; j < kPerThread; j++) {
+        xs[j] = in_k && first_token + row + j * kRowsPerPass < n_tokens ? x_column[j * step] : 0.0f;
+        ws[j] = in_k && first_output + row + j * kRowsPerPass < out_dim
+                    ? to_float(w_column[j * step])
+                    : 0.0f;
+    }
+}
 
 template <typename Weight>
 __global__ void tiled_gemm_kernel(float* out, const float* x, const Weight* w, int n_tokens,
@@ -242,21 +285,21 @@ __global__ void tiled_gemm_kernel(float* out, const float* x, const Weight* w, i
     const int my_outputs = (threadIdx.x % (kTileOutputs / kThreadOutputs)) * kThreadOutputs;
     float acc[kThreadTokens][kThreadOutputs] = {};
 
+    // The next k step's slices are loaded into registers while this step's are multiplied
+    // out of shared memory (prefetching): the loads' latency hides behind the arithmetic.
+    float next_x[kPerThread], next_w[kPerThread];
+    load_slices(next_x, next_w, x, w, first_token, first_output, 0, n_tokens, in_dim, out_dim);
     for (int k0 = 0; k0 < in_dim; k0 += kTileDepth) {
-        // Zeros past the edges: they add nothing to the sums.
-        for (int i = threadIdx.x; i < kTileTokens * kTileDepth; i += kGemmThreads) {
-            const int row = i / kTileDepth, k = i % kTileDepth;
-            const int t = first_token + row, column = k0 + k;
-            x_tile[k][row] =
-                t < n_tokens && column < in_dim ? x[int64_t(t) * in_dim + column] : 0.0f;
-        }
-        for (int i = threadIdx.x; i < kTileOutputs * kTileDepth; i += kGemmThreads) {
-            const int row = i / kTileDepth, k = i % kTileDepth;
-            const int o = first_output + row, column = k0 + k;
-            w_tile[k][row] =
-                o < out_dim && column < in_dim ? to_float(w[int64_t(o) * in_dim + column]) : 0.0f;
+        const int row = threadIdx.x / kTileDepth, k = threadIdx.x % kTileDepth;
+#pragma unroll
+        for (int j = 0; j < kPerThread; j++) {  // registers -> shared memory, transposed
+            x_tile[k][row + j * kRowsPerPass] = next_x[j];
+            w_tile[k][row + j * kRowsPerPass] = next_w[j];
         }
         __syncthreads();
+        if (k0 + kTileDepth < in_dim)
+            load_slices(next_x, next_w, x, w, first_token, first_output, k0 + kTileDepth, n_tokens,
+                        in_dim, out_dim);
 #pragma unroll
         for (int k = 0; k < kTileDepth; k++) {
             const float4 xs = *reinterpret_cast<const float4*>(&x_tile[k][my_tokens]);
@@ -287,8 +330,14 @@ template <typename Weight>
 static void launch_matmul(float* out, const float* x, const Weight* w, int n_tokens, int in_dim,
                           int out_dim) {
     if (n_tokens == 1) {
-        const unsigned blocks = unsigned((int64_t(out_dim) + kMatvecWarps - 1) / kMatvecWarps);
-        matvec_kernel<<<blocks, kMatvecWarps * kWarpSize>>>(out, x, w, in_dim, out_dim);
+        const int per_load = 16 / int(sizeof(Weight));
+        const bool vectorized =
+            in_dim % per_load == 0 && uintptr_t(x) % 16 == 0 && uintptr_t(w) % 16 == 0;
+        const int warps_per_row = in_dim / per_load >= kPiecesToSplitRow ? kMatvecWarps : 1;
+        const int rows_per_block = kMatvecWarps / warps_per_row;
+        const unsigned blocks = unsigned((int64_t(out_dim) + rows_per_block - 1) / rows_per_block);
+        matvec_kernel<<<blocks, kMatvecWarps * kWarpSize>>>(out, x, w, in_dim, out_dim,
+                                                            warps_per_row, vectorized);
         check_launch("matvec_kernel");
     } else {
         const dim3 grid((out_dim + kTileOutputs - 1) / kTileOutputs,
@@ -419,18 +468,19 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
 
     for (int pass = chunk * chunk_positions; pass < chunk_end; pass += kPassPositions) {
         __syncthreads();  // the queries are stored; the last pass's weights are used
-        // Scores. The loop is unrolled, so the warp's 8 key rows are all loaded before the
-        // first is used: 8 loads in flight per lane instead of one.
-        float key[kPositionsPerWarp][kSlotsPerLane];
+        // The warp's 8 key rows and 8 value rows, all loaded before the first is used (the
+        // loops are unrolled): 16 loads in flight per lane instead of one at a time.
+        float key[kPositionsPerWarp][kSlotsPerLane], value[kPositionsPerWarp][kSlotsPerLane];
 #pragma unroll
         for (int p = 0; p < kPositionsPerWarp; p++) {
             const int position = pass + warp + p * kDecodeWarps;
 #pragma unroll
             for (int s = 0; s < kSlotsPerLane; s++) {
                 const int d = lane + s * kWarpSize;
-                key[p][s] = position < chunk_end && d < head_dim
-                                ? k[int64_t(position) * kv_dim + kv_head * head_dim + d]
-                                : 0.0f;
+                const bool inside = position < chunk_end && d < head_dim;
+                const int64_t at = int64_t(position) * kv_dim + kv_head * head_dim + d;
+                key[p][s] = inside ? k[at] : 0.0f;
+                value[p][s] = inside ? v[at] : 0.0f;
             }
         }
 #pragma unroll
@@ -463,26 +513,19 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
             }
         }
         __syncthreads();
-        // The weighted values, read as the keys were.
+        // The weighted values (a masked slot's weight is 0, its value row 0).
 #pragma unroll
         for (int g = 0; g < kMaxGroup; g++)
+            if (g < group) {
 #pragma unroll
-            for (int s = 0; s < kSlotsPerLane; s++)
-                if (g < group) value_sum[g][s] *= rescale[g];
+                for (int s = 0; s < kSlotsPerLane; s++) value_sum[g][s] *= rescale[g];
 #pragma unroll
-        for (int p = 0; p < kPositionsPerWarp; p++) {
-            const int slot = warp + p * kDecodeWarps, position = pass + slot;
-            if (position >= chunk_end) break;
+                for (int p = 0; p < kPositionsPerWarp; p++) {
+                    const float weight = weights[g][warp + p * kDecodeWarps];
 #pragma unroll
-            for (int s = 0; s < kSlotsPerLane; s++) {
-                const int d = lane + s * kWarpSize;
-                if (d >= head_dim) continue;
-                const float value = v[int64_t(position) * kv_dim + kv_head * head_dim + d];
-#pragma unroll
-                for (int g = 0; g < kMaxGroup; g++)
-                    if (g < group) value_sum[g][s] += weights[g][slot] * value;
+                    for (int s = 0; s < kSlotsPerLane; s++) value_sum[g][s] += weight * value[p][s];
+                }
             }
-        }
     }
 
     // The four warps' sums, added up: the chunk's result.
@@ -506,22 +549,44 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
     // END SOLUTION
 }
 
-// One block per query head; thread d adds dimension d of every chunk's weighted values.
+// One block per query head. Its 4 warps take every 4th chunk, lanes the head's dimensions,
+// so the chunks' rows are read coalesced and 4 at a time; then the warps' sums are added.
 __global__ void merge_chunks_kernel(float* out, ChunkPartials partials, int n_chunks, int n_heads,
                                     int head_dim) {
     // BEGIN SOLUTION step09 merge_chunks_kernel
+    __shared__ float warp_maxima[kDecodeWarps];
+    __shared__ float warp_sums[kDecodeWarps];
+    __shared__ float warp_values[kDecodeWarps][kMaxHeadDim];
     const int head = blockIdx.x;
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     float max = -INFINITY;
-    for (int c = 0; c < n_chunks; c++) max = fmaxf(max, partials.max[c * n_heads + head]);
-    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
-        float sum = 0.0f, weighted = 0.0f;
-        for (int c = 0; c < n_chunks; c++) {
-            const float rescale = expf(partials.max[c * n_heads + head] - max);
-            sum += partials.sum[c * n_heads + head] * rescale;
-            weighted += partials.values[(int64_t(c) * n_heads + head) * head_dim + d] * rescale;
-        }
-        out[head * head_dim + d] = weighted / sum;
+    for (int c = threadIdx.x; c < n_chunks; c += blockDim.x)
+        max = fmaxf(max, partials.max[c * n_heads + head]);
+    max = warp_max(max);
+    if (lane == 0) warp_maxima[warp] = max;
+    __syncthreads();
+    max = fmaxf(fmaxf(warp_maxima[0], warp_maxima[1]), fmaxf(warp_maxima[2], warp_maxima[3]));
+
+    float sum = 0.0f, weighted[kSlotsPerLane] = {};
+#pragma unroll 4
+    for (int c = warp; c < n_chunks; c += kDecodeWarps) {
+        const float rescale = expf(partials.max[c * n_heads + head] - max);
+        sum += partials.sum[c * n_heads + head] * rescale;
+        const float* values = partials.values + (int64_t(c) * n_heads + head) * head_dim;
+#pragma unroll
+        for (int s = 0; s < kSlotsPerLane; s++)
+            if (lane + s * kWarpSize < head_dim)
+                weighted[s] += values[lane + s * kWarpSize] * rescale;
     }
+    if (lane == 0) warp_sums[warp] = sum;
+#pragma unroll
+    for (int s = 0; s < kSlotsPerLane; s++)
+        if (lane + s * kWarpSize < head_dim) warp_values[warp][lane + s * kWarpSize] = weighted[s];
+    __syncthreads();
+    const float total = warp_sums[0] + warp_sums[1] + warp_sums[2] + warp_sums[3];
+    for (int d = threadIdx.x; d < head_dim; d += blockDim.x)
+        out[head * head_dim + d] =
+            (warp_values[0][d] + warp_values[1][d] + warp_values[2][d] + warp_values[3][d]) / total;
     // END SOLUTION
 }
 
@@ -649,7 +714,8 @@ void attention(float* out, const float* q, const float* k, const float* v, int n
         split_attention_kernel<<<dim3(n_chunks, n_kv_heads), kDecodeWarps * kWarpSize>>>(
             partials, q, k, v, n_positions, chunk_positions, n_heads, n_kv_heads, head_dim);
         check_launch("split_attention_kernel");
-        merge_chunks_kernel<<<n_heads, kMaxHeadDim>>>(out, partials, n_chunks, n_heads, head_dim);
+        merge_chunks_kernel<<<n_heads, kDecodeWarps * kWarpSize>>>(out, partials, n_chunks, n_heads,
+                                                                   head_dim);
         check_launch("merge_chunks_kernel");
     } else {
         const dim3 grid((n_tokens + kQueryTile - 1) / kQueryTile, n_heads);

@@ -206,6 +206,7 @@ static void bench_all() {
     const int n = 512;
     bench_rmsnorm(n);
     bench_matmul("Wq", n, kDModel, kHeads * kHeadDim, 22);
+    bench_matmul("Wk", n, kDModel, kKvHeads * kHeadDim, 23);
     bench_matmul("Wup", n, kDModel, kDff, 24);
     bench_matmul("Wdown", n, kDff, kDModel, 25);
     bench_prefill_attention(n);

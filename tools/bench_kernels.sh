@@ -5,6 +5,9 @@
 # why it skips otherwise. tools/bench_kernels.cu says how each row is timed.
 #
 #   tools/bench_kernels.sh [MODEL.gguf...]     the table also goes to build/bench/kernels.md
+#   BENCH_STEPS="step08_sampling DIR step09_coalesced_kernels" tools/bench_kernels.sh
+#       other versions side by side, oldest first (DIR: a copy of a step's directory as an
+#       earlier commit had it, for a worklog)
 #
 # CUDA_ARCHS (default: native, the GPU of this machine) sets what nvcc builds for.
 set -eu
@@ -23,18 +26,20 @@ for arch in ${CUDA_ARCHS:-native}; do
     if [ "$arch" = native ]; then archs+=" -arch=native"; else archs+=" -gencode arch=compute_$arch,code=sm_$arch"; fi
 done
 mkdir -p build/bench
-for step in step08_sampling step09_coalesced_kernels; do
-    binary=build/bench/bench_kernels_${step:0:6}
+tables=() names=()
+for step in ${BENCH_STEPS:-step08_sampling step09_coalesced_kernels}; do
+    name=$(basename "$step")
+    binary=build/bench/bench_kernels_$name
     echo "building $binary (-O2)"
     # shellcheck disable=SC2086
-    "$nvcc" -O2 -std=c++17 $archs -I$step -Icommon tools/bench_kernels.cu $step/ops_cuda.cu \
-        $step/device_buffer.cu $step/cuda_device.cu $step/ggml_types.cpp -o "$binary"
+    "$nvcc" -O2 -std=c++17 $archs -I"$step" -Icommon tools/bench_kernels.cu "$step"/ops_cuda.cu \
+        "$step"/device_buffer.cu "$step"/cuda_device.cu "$step"/ggml_types.cpp -o "$binary"
     echo "running $binary"
-    "$binary" >"build/bench/kernels_${step:0:6}.tsv"
-    grep -q "^copy" "build/bench/kernels_${step:0:6}.tsv" || { cat "build/bench/kernels_${step:0:6}.tsv"; exit 0; }
+    "$binary" >"build/bench/kernels_$name.tsv"
+    grep -q "^copy" "build/bench/kernels_$name.tsv" || { cat "build/bench/kernels_$name.tsv"; exit 0; }
+    tables+=("build/bench/kernels_$name.tsv") names+=("$name")
 done
-python3 tools/kernel_table.py build/bench/kernels_step08.tsv build/bench/kernels_step09.tsv |
-    tee build/bench/kernels.md
+python3 tools/kernel_table.py "${tables[@]}" --names "${names[@]}" | tee build/bench/kernels.md
 
 [ $# -gt 0 ] || exit 0
 make -s step09

@@ -3,12 +3,13 @@
 #   1. build steps 06-09 and their checks for sm_90;
 #   2. run every check file that uses the GPU (those including test_gpu.h) of steps 06-09, and
 #      step09's whole suite, the CPU checks too;
-#   3. compute-sanitizer memcheck, racecheck and synccheck on step09's GPU check files (leaving
-#      out the check that makes cudaMalloc fail on purpose, which memcheck reports as an error,
-#      and, under racecheck and synccheck, the 32768-position attention, minutes when
-#      instrumented; memcheck runs it);
+#   3. compute-sanitizer memcheck on step09's GPU check files, racecheck and synccheck on its
+#      kernel checks (leaving out the check that makes cudaMalloc fail on purpose, which the
+#      tools report as an error, and, under racecheck and synccheck, the 32768-position
+#      attention, minutes when instrumented; memcheck runs it);
 #   4. --check on the tiny model, GPU against CPU, for step09;
-#   5. the kernel table, step08 against step09 (tools/bench_kernels.sh).
+#   5. the kernel table, step08 against step09 (tools/bench_kernels.sh; BENCH_STEPS adds
+#      other versions).
 # Logs go to OUT; the summary is printed last.
 #
 #   tools/gpu_step09.sh OUT
@@ -43,10 +44,11 @@ timeout 200 build/release/test_step09 -tse=real_model >"$out/test09.log" 2>&1
 note "step09 all checks: rc $? | $(tail -n 1 "$out/test09.log")"
 grep -E "ERROR|SKIPPED" "$out/test09.log" | head -n 20 >>"$summary"
 
-files=$(gpu_files 09)
 for tool in memcheck racecheck synccheck; do
-    exclude='*failing CUDA call*'
-    [ "$tool" = memcheck ] || exclude+=',*32768*'
+    # memcheck: every GPU check file; racecheck and synccheck, which watch shared memory and
+    # barriers, the kernels' own checks (test_ops_cuda.cpp), whose shapes cover every kernel.
+    files=$(gpu_files 09) exclude='*failing CUDA call*'
+    [ "$tool" = memcheck ] || { files='-sf=*test_ops_cuda.cpp'; exclude+=',*32768*'; }
     timeout 150 compute-sanitizer --tool $tool --print-limit 20 build/release/test_step09 \
         "$files" -tse=real_model "-tce=$exclude" >"$out/$tool.log" 2>&1
     note "$tool: rc $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY' "$out/$tool.log" | tail -n 1) | $(grep -E '^test_step09:' "$out/$tool.log" | tail -n 1)"

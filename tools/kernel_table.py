@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""The kernel table: tools/bench_kernels.cu's rows for two steps, side by side, in markdown.
+"""The kernel table: tools/bench_kernels.cu's rows for several versions, side by side, in markdown.
 
-    tools/kernel_table.py OLD.tsv NEW.tsv [--names step08 step09]
+    tools/kernel_table.py FIRST.tsv [MIDDLE.tsv ...] LAST.tsv --names step08 [...] step09
 
 Each file is one run of bench_kernels (a `copy` line, then `row` lines: operator, shape,
-microseconds, bytes, flops). The table has, per row, both steps' microseconds, the speed-up,
-and the new step's GB/s with its share of the copy bandwidth measured in its own run, or its
-GFLOP/s where the row counts flops and is compute-bound (a prompt's matrix products).
-Standard library only.
+microseconds, bytes, flops), all from the same device call. The table has, per row, every
+version's microseconds, the speed-up of the last over the first, and the last version's GB/s
+with its share of the copy bandwidth measured in its own run, and its GFLOP/s where the row
+counts flops (matrix products, attention). Standard library only.
 """
 import argparse
 
@@ -29,24 +29,27 @@ def read(path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("old")
-    parser.add_argument("new")
-    parser.add_argument("--names", nargs=2, default=["step08", "step09"])
+    parser.add_argument("runs", nargs="+", help="one .tsv per version, oldest first")
+    parser.add_argument("--names", nargs="+", help="a name per version (default: the files')")
     args = parser.parse_args()
-    (device, old_copy), old = read(args.old)
-    (_, new_copy), new = read(args.new)
-    a, b = args.names
-    print(f"{device}; device-to-device copy {old_copy:.0f} GB/s ({a} run), "
-          f"{new_copy:.0f} GB/s ({b} run)\n")
-    print(f"| operator | shape | {a} µs | {b} µs | speed-up | {b} GB/s | % of copy "
-          f"| {b} GFLOP/s |")
-    print("|---|---|---|---|---|---|---|---|")
-    for key, (us, nbytes, flops) in new.items():
-        old_us = old.get(key, (float("nan"),))[0]
+    names = args.names or args.runs
+    if len(args.runs) < 2 or len(names) != len(args.runs):
+        parser.error("give two or more runs and as many --names")
+    runs = [read(path) for path in args.runs]
+    device = runs[0][0][0]
+    copies = ", ".join(f"{copy:.0f} GB/s ({name} run)" for ((_, copy), _), name in zip(runs, names))
+    print(f"{device}; device-to-device copy {copies}\n")
+    last, last_copy = names[-1], runs[-1][0][1]
+    print("| operator | shape | " + " | ".join(f"{n} µs" for n in names) +
+          f" | speed-up | {last} GB/s | % of copy | {last} GFLOP/s |")
+    print("|---|---|" + "---|" * (len(names) + 4))
+    for key, (us, nbytes, flops) in runs[-1][1].items():
+        times = [run[1].get(key, (float("nan"),))[0] for run in runs]
         gb_per_s = nbytes / (us * 1e3)
         gflops = f"{flops / (us * 1e3):.0f}" if flops else ""
-        print(f"| {key[0]} | {key[1]} | {old_us:.1f} | {us:.1f} | {old_us / us:.1f}x "
-              f"| {gb_per_s:.0f} | {100 * gb_per_s / new_copy:.1f}% | {gflops} |")
+        print(f"| {key[0]} | {key[1]} | " + " | ".join(f"{t:.1f}" for t in times) +
+              f" | {times[0] / us:.1f}x | {gb_per_s:.0f} | {100 * gb_per_s / last_copy:.1f}% "
+              f"| {gflops} |")
 
 
 if __name__ == "__main__":
