@@ -73,6 +73,29 @@ static double time_ms(const std::function<void(int)>& launch) {
     return runs[runs.size() / 2];
 }
 
+// Microseconds per call when kGraphCalls calls are replayed as one CUDA graph: what the kernel
+// itself takes, once the host's cost of launching it one call at a time is gone (step 10's
+// lesson). The kernels launch on the default stream, which this program builds per thread
+// (nvcc --default-stream per-thread), so that stream can be captured.
+constexpr int kGraphCalls = 20;
+
+static double time_graph_us(const std::function<void(int)>& launch) {
+    launch(0);  // allocations a first call makes happen outside the capture
+    CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
+    cudaGraph_t graph;
+    CUDA_CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < kGraphCalls; i++) launch(i);
+    CUDA_CHECK(cudaStreamEndCapture(cudaStreamPerThread, &graph));
+    cudaGraphExec_t exec;
+    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    const double ms = time_ms([&](int) {
+        CUDA_CHECK(cudaGraphLaunch(exec, cudaStreamPerThread));
+    });
+    CUDA_CHECK(cudaGraphExecDestroy(exec));
+    CUDA_CHECK(cudaGraphDestroy(graph));
+    return ms * 1e3 / kGraphCalls;
+}
+
 static std::vector<float> random_floats(size_t n, uint32_t seed) {
     std::mt19937 generator(seed);
     std::uniform_real_distribution<float> distribution(-1.0f, 1.0f);
@@ -123,10 +146,15 @@ static double copy_gb_per_s() {
     return 2.0 * bytes / (ms * 1e6);
 }
 
+// A row: the time per call launched one by one, and with graph = true also replayed in a
+// graph (a "graph" row of its own, the same shape).
 static void row(const char* op, const std::string& shape, double bytes, double flops,
-                const std::function<void(int)>& launch) {
+                const std::function<void(int)>& launch, bool graph = false) {
     const double ms = time_ms(launch);
     std::printf("row\t%s\t%s\t%.2f\t%.0f\t%.0f\n", op, shape.c_str(), ms * 1e3, bytes, flops);
+    if (graph)
+        std::printf("row\t%s in a graph\t%s\t%.2f\t%.0f\t%.0f\n", op, shape.c_str(),
+                    time_graph_us(launch), bytes, flops);
     std::fflush(stdout);
 }
 
@@ -139,7 +167,8 @@ static std::string shape(const char* format, int a, int b = 0, int c = 0) {
 constexpr double kF = 4.0;  // bytes per float activation
 constexpr double kH = 2.0;  // bytes per F16 weight
 
-static void bench_matmul(const char* name, int n, int in_dim, int out_dim, uint32_t seed) {
+static void bench_matmul(const char* name, int n, int in_dim, int out_dim, uint32_t seed,
+                         bool graph = false) {
     const uint32_t f16 = uint32_t(GgmlType::F16);
     Rotation<__half> w = random_matrix(out_dim, in_dim, seed, n == 1);
     DeviceBuffer<float> x(random_floats(size_t(n) * in_dim, seed + 1));
@@ -147,7 +176,8 @@ static void bench_matmul(const char* name, int n, int in_dim, int out_dim, uint3
     const double bytes = double(out_dim) * in_dim * kH + double(n) * (in_dim + out_dim) * kF;
     row("matmul", std::string(name) + shape(" (%d, %d) x (%d)^T", n, in_dim, out_dim), bytes,
         2.0 * n * in_dim * out_dim,
-        [&](int i) { gpu::matmul(y.data(), x.data(), w.at(i), f16, n, in_dim, out_dim); });
+        [&](int i) { gpu::matmul(y.data(), x.data(), w.at(i), f16, n, in_dim, out_dim); },
+        graph);
 }
 
 // One new token's attention over n_positions cached ones: the cache is read once.
@@ -187,11 +217,13 @@ static void bench_rmsnorm(int n) {
 // One decode step's operators, then a prompt's: the series' shapes.
 static void bench_all() {
     bench_rmsnorm(1);
-    bench_matmul("Wq", 1, kDModel, kHeads * kHeadDim, 12);
-    bench_matmul("Wk", 1, kDModel, kKvHeads * kHeadDim, 13);
-    bench_matmul("Wup", 1, kDModel, kDff, 14);
-    bench_matmul("Wdown", 1, kDff, kDModel, 15);
-    bench_matmul("LM head", 1, kDModel, kVocab, 16);
+    // The one-token products also in a graph (BENCH_GRAPH=1): their time without launches.
+    const bool graph = std::getenv("BENCH_GRAPH") != nullptr;
+    bench_matmul("Wq", 1, kDModel, kHeads * kHeadDim, 12, graph);
+    bench_matmul("Wk", 1, kDModel, kKvHeads * kHeadDim, 13, graph);
+    bench_matmul("Wup", 1, kDModel, kDff, 14, graph);
+    bench_matmul("Wdown", 1, kDff, kDModel, 15, graph);
+    bench_matmul("LM head", 1, kDModel, kVocab, 16, graph);
     for (int positions : {512, 4096, 32768}) bench_decode_attention(positions);
     {
         Rotation<float> logits = random_rotation(kVocab, 10);
@@ -201,7 +233,7 @@ static void bench_all() {
     {
         DeviceBuffer<float> x(random_floats(kDModel, 40)), delta(random_floats(kDModel, 41));
         row("residual_add", shape("(1, %d): a launch", kDModel), 3.0 * kDModel * kF, 0,
-            [&](int) { gpu::residual_add(x.data(), delta.data(), kDModel); });
+            [&](int) { gpu::residual_add(x.data(), delta.data(), kDModel); }, graph);
     }
     const int n = 512;
     bench_rmsnorm(n);

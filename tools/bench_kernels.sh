@@ -8,6 +8,7 @@
 #   BENCH_STEPS="step08_sampling DIR step09_coalesced_kernels" tools/bench_kernels.sh
 #       other versions side by side, oldest first (DIR: a copy of a step's directory as an
 #       earlier commit had it, for a worklog)
+#   BENCH_GRAPH=1 tools/bench_kernels.sh    also the one-token products replayed in a CUDA graph
 #
 # CUDA_ARCHS (default: native, the GPU of this machine) sets what nvcc builds for.
 set -eu
@@ -32,7 +33,8 @@ for step in ${BENCH_STEPS:-step08_sampling step09_coalesced_kernels}; do
     binary=build/bench/bench_kernels_$name
     echo "building $binary (-O2)"
     # shellcheck disable=SC2086
-    "$nvcc" -O2 -std=c++17 $archs -I"$step" -Icommon tools/bench_kernels.cu "$step"/ops_cuda.cu \
+    "$nvcc" -O2 -std=c++17 --default-stream per-thread $archs -I"$step" -Icommon \
+        tools/bench_kernels.cu "$step"/ops_cuda.cu \
         "$step"/device_buffer.cu "$step"/cuda_device.cu "$step"/ggml_types.cpp -o "$binary"
     echo "running $binary"
     "$binary" >"build/bench/kernels_$name.tsv"

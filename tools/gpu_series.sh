@@ -12,8 +12,8 @@
 # in 16 bits, as the GPU steps hold them, so that llama.cpp reads the same bytes), and, for the
 # --check of 0.5b and 1.5b, one laid out as Qwen's published Q4_K_M files are
 # (make_tiny_model.py --as-published). Logs and the tables go to OUT. Needs gguf-py (PYTHONPATH
-# may name its wheel), numpy, torch for the copy bandwidth, and the Qwen tokenizer.json in
-# $QWEN_TOKENIZER_DIR.
+# may name its wheel), numpy, torch for the copy bandwidth, and the Qwen vocabulary in
+# $QWEN_TOKENIZER_DIR (tokenizer.json or qwen-bpe-vocab.gguf).
 set -u
 cd "$(dirname "$0")/.."
 out=${1:?usage: tools/gpu_series.sh OUT SIZE... [-- bench_series.py flags...]}
@@ -25,7 +25,9 @@ mkdir -p "$out" models
 start=$SECONDS
 stamp() { echo "[$1: $((SECONDS - start)) s]"; }
 last_step=$(ls -d step[0-9][0-9]_* | tail -n 1 | cut -c1-6)
+# The Qwen vocabulary for make_tiny_model.py: tokenizer.json, or the smaller vocab-only GGUF.
 vocab=${QWEN_TOKENIZER_DIR:-../shared/qwen-tokenizer}/tokenizer.json
+[ -f "$vocab" ] || vocab=${QWEN_TOKENIZER_DIR:-../shared/qwen-tokenizer}/qwen-bpe-vocab.gguf
 
 model_file() {  # model_file SIZE f16|q4_k_m
     echo "models/qwen2.5-$1-random-published-$2.gguf"
