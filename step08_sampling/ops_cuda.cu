@@ -96,7 +96,7 @@ void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int 
 // Consecutive threads take consecutive o, so at each step i the 32 threads of a warp read
 // W[o][i] for 32 rows of W, in_dim elements apart: 32 separate memory transactions where one
 // would do if they read consecutive addresses. And every token's thread reads the whole row
-// of W again. These two costs are what later steps remove.
+// of W again. Step 9 removes these two costs (a warp per row of W, tiles of W in shared memory).
 
 template <typename Weight>
 __global__ void matmul_kernel(float* out, const float* x, const Weight* w, int n_tokens, int in_dim,

@@ -217,7 +217,7 @@ __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int i
     __syncthreads();
     if (threadIdx.x == 0 && row < out_dim) {
         float total = 0.0f;
-        for (int w = 0; w < kMatvecWarps; w++) total += partial_sums[w];
+        for (int i = 0; i < kMatvecWarps; i++) total += partial_sums[i];
         out[row] = total;
     }
     // END SOLUTION
@@ -565,7 +565,7 @@ __global__ void merge_chunks_kernel(float* out, ChunkPartials partials, int n_ch
     max = warp_max(max);
     if (lane == 0) warp_maxima[warp] = max;
     __syncthreads();
-    max = fmaxf(fmaxf(warp_maxima[0], warp_maxima[1]), fmaxf(warp_maxima[2], warp_maxima[3]));
+    for (int i = 0; i < kDecodeWarps; i++) max = fmaxf(max, warp_maxima[i]);
 
     float sum = 0.0f, weighted[kSlotsPerLane] = {};
 #pragma unroll 4
@@ -583,10 +583,13 @@ __global__ void merge_chunks_kernel(float* out, ChunkPartials partials, int n_ch
     for (int s = 0; s < kSlotsPerLane; s++)
         if (lane + s * kWarpSize < head_dim) warp_values[warp][lane + s * kWarpSize] = weighted[s];
     __syncthreads();
-    const float total = warp_sums[0] + warp_sums[1] + warp_sums[2] + warp_sums[3];
-    for (int d = threadIdx.x; d < head_dim; d += blockDim.x)
-        out[head * head_dim + d] =
-            (warp_values[0][d] + warp_values[1][d] + warp_values[2][d] + warp_values[3][d]) / total;
+    float total = 0.0f;
+    for (int i = 0; i < kDecodeWarps; i++) total += warp_sums[i];
+    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+        float value = 0.0f;
+        for (int i = 0; i < kDecodeWarps; i++) value += warp_values[i][d];
+        out[head * head_dim + d] = value / total;
+    }
     // END SOLUTION
 }
 

@@ -31,7 +31,11 @@ added=$(cd "$current" && for f in *; do
     [ -e "../$previous/$f" ] || [ "$f" = carried_changes.txt ] || echo "$f"
 done)
 echo "# new files:"
-echo $added | fold -s -w 94 | sed -e 's/ *$//' -e 's/^/#   /'
+if [ -n "$added" ]; then
+    echo $added | fold -s -w 94 | sed -e 's/ *$//' -e 's/^/#   /'
+else
+    echo "#   (none: the step changes carried files only)"
+fi
 echo "# carried files changed on purpose (from $current/carried_changes.txt):"
 grep -v '^#' "$current/carried_changes.txt" | grep . | sed 's/^/#   /'
 echo
