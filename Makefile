@@ -167,7 +167,7 @@ bench: ## benchmarks, not tests: tokenizer MB/s next to HF tokenizers, then step
 	    $(if $(MODEL),--model $(MODEL),$(addprefix --size ,$(SIZES))) $(BENCH_FLAGS)
 
 .PHONY: bench-kernels
-bench-kernels: ## step05 at one thread and at every core, step06's kernels at 1.5B sizes next to a copy
+bench-kernels: ## step05 at one thread and at every core; on a GPU every operator at 1.5B sizes, step08's kernel beside step09's
 	tools/bench.sh
 	tools/bench_kernels.sh $(wildcard models/qwen2.5-1.5b-random-*.gguf)
 

@@ -735,6 +735,179 @@ def sampler_pipeline():
     return fig
 
 
+# ---- step 9's kernels: the constants of step09_coalesced_kernels/ops_cuda.cu ----
+
+STEP09_OPS = os.path.join(ROOT, "step09_coalesced_kernels", "ops_cuda.cu")
+QWEN_1_5B = {"d_model": 1536, "d_ff": 8960, "n_heads": 12, "n_kv_heads": 2, "head_dim": 128}
+H200_MULTIPROCESSORS = 132  # what cudaDevAttrMultiProcessorCount says on an H200
+
+
+def cuda_constants(path):
+    """{name: value} of the file's top-level `constexpr int` lines, evaluated in order (C++'s
+    integer division included), so the pictures change when the kernels' tile sizes do."""
+    source = open(path, encoding="utf-8").read()
+    values = {}
+    for declarations in re.findall(r"^constexpr int ([^;]+);", source, re.M):
+        for declaration in declarations.split(","):
+            name, expression = (part.strip() for part in declaration.split("=", 1))
+            values[name] = eval(expression.replace("/", "//"), {"__builtins__": {}}, dict(values))
+    return values
+
+
+# ---- matvec_warp_per_row ----
+
+def matvec_warp_per_row():
+    c = cuda_constants(STEP09_OPS)
+    lanes, warps, split_at = c["kWarpSize"], c["kMatvecWarps"], c["kPiecesToSplitRow"]
+    piece_bytes, weight_bytes, sector_bytes = 16, 2, 32  # a uint4 load; F16 weights
+    per_piece = piece_bytes // weight_bytes
+    load_bytes = lanes * piece_bytes
+    sectors = load_bytes // sector_bytes
+    fig, ax = canvas(12, 6.3)
+    ax.text(0.3, 6.05, "step 9's matvec_kernel (one token): a warp reads along one row of W, "
+            "neighbouring lanes loading neighbouring bytes", fontsize=12, fontweight="bold",
+            va="center")
+
+    # One row of W in memory order: the first two loads of its warp, piece by piece.
+    x0, y, cell, height = 1.55, 4.75, 0.15, 0.36
+    ax.text(0.3, 5.62, f"Row o of W (F16), cut into {piece_bytes}-byte pieces of {per_piece} "
+            f"weights: lane k loads pieces k, k+{lanes}, k+{2 * lanes}, ... "
+            "(the number in a piece is the lane that loads it)", fontsize=9, va="center")
+    ax.text(x0 - 0.1, y + height / 2, "row o", ha="right", va="center", fontsize=9,
+            family="monospace", color=BLUE)
+    # One collection for the pieces, not a patch each: a small file.
+    ax.broken_barh([(x0 + piece * cell, cell) for piece in range(2 * lanes)], (y, height),
+                   facecolors=[BLUE] * lanes + [LIGHT_BLUE] * lanes, edgecolor="white",
+                   linewidth=0.6)
+    for piece in range(2 * lanes):
+        ax.text(x0 + (piece + 0.5) * cell, y + height / 2, str(piece % lanes), ha="center",
+                va="center", fontsize=6.5, color="white" if piece < lanes else INK)
+    ax.text(x0 + 2 * lanes * cell + 0.08, y + height / 2, f"... to piece\nin_dim/{per_piece} - 1",
+            va="center", fontsize=8, color=GREY, linespacing=1.2)
+    ticks = range(0, 2 * lanes + 1, sector_bytes // piece_bytes)  # the 32-byte sectors
+    ax.vlines([x0 + t * cell for t in ticks], [y - (0.13 if t % lanes == 0 else 0.06)
+                                               for t in ticks], y, color=INK, linewidth=0.6)
+    ax.text(x0, y + height + 0.1, f"a tick under the row every {sector_bytes} B: the sectors "
+            "memory moves", fontsize=7.5, color=GREY, va="bottom")
+    for load in range(3):
+        ax.text(x0 + load * lanes * cell, y - 0.16, f"{thousands(load * load_bytes)} B",
+                ha="center", va="top", fontsize=7.5, color=GREY)
+    for load, face in ((0, BLUE), (1, INK)):
+        middle = x0 + (load + 0.5) * lanes * cell
+        ax.text(middle, y - 0.38, f"loop step {load + 1}: pieces {load * lanes} to "
+                f"{(load + 1) * lanes - 1}", ha="center", va="top", fontsize=8.5,
+                fontweight="bold", color=face)
+        ax.text(middle, y - 0.6, f"{lanes} lanes x {piece_bytes} B = {load_bytes} consecutive "
+                f"bytes = {sectors} whole sectors", ha="center", va="top", fontsize=8)
+
+    # What one lane does with one piece.
+    zoom_piece, zoom_x, zoom_y, zoom_cell = 5, 1.55, 3.0, 0.36
+    ax.annotate("", xy=(x0 + (zoom_piece + 0.5) * cell, y),
+                xytext=(zoom_x + 4 * zoom_cell, zoom_y + 0.64),
+                arrowprops={"arrowstyle": "-", "color": GREY, "linewidth": 0.7,
+                            "linestyle": (0, (2, 2))})
+    first = zoom_piece * per_piece
+    ax.text(zoom_x - 0.1, zoom_y + 0.49, f"piece {zoom_piece}:\none uint4 load", ha="right",
+            va="center", fontsize=8, linespacing=1.2)
+    ax.text(zoom_x - 0.1, zoom_y + 0.15, "x (floats,\nthrough L1)", ha="right", va="center",
+            fontsize=8, linespacing=1.2)
+    for i in range(per_piece):
+        box(ax, zoom_x + i * zoom_cell, zoom_y + 0.34, zoom_cell, 0.3, BLUE)
+        ax.text(zoom_x + (i + 0.5) * zoom_cell, zoom_y + 0.49, f"w{first + i}", ha="center",
+                va="center", fontsize=6.5, color="white")
+        box(ax, zoom_x + i * zoom_cell, zoom_y, zoom_cell, 0.3, LIGHT_GREEN,
+            f"x{first + i}", fontsize=6.5)
+    ax.text(zoom_x + per_piece * zoom_cell + 0.15, zoom_y + 0.32,
+            f"lane {zoom_piece}: sum += w{first}·x{first} + ... + w{first + per_piece - 1}"
+            f"·x{first + per_piece - 1}\n(x as two float4 loads); the loop is unrolled 8 times,"
+            "\nso each lane has several loads in flight", va="center", fontsize=8,
+            linespacing=1.35)
+
+    # Step 6 against step 9, in one small picture each: where the 32 lanes of a warp read.
+    inset_x, inset_y, mini = 8.05, 2.9, 0.085
+    ax.add_patch(Rectangle((inset_x - 0.12, inset_y - 0.12), 3.95, 1.07, facecolor="white",
+                           edgecolor=LIGHT_GREY, linewidth=0.8))
+    pictures = (("step 6: lane k reads W[o+k][i]",
+                 f"{lanes} rows: {lanes} sectors\nfor {lanes * weight_bytes} B used", RED),
+                ("step 9: lane k reads piece k", f"1 row: {sectors} sectors\nfor "
+                 f"{load_bytes} B used", BLUE))
+    for index, (title, detail, face) in enumerate(pictures):
+        left = inset_x + index * 1.95
+        ax.text(left, inset_y + 0.78, title, fontsize=7.5, fontweight="bold", color=face,
+                va="center")
+        ax.add_patch(Rectangle((left, inset_y), 8 * mini, 8 * mini, facecolor="white",
+                               edgecolor=GREY, linewidth=0.6))
+        strip = ((left + 2 * mini, inset_y), mini, 8 * mini) if index == 0 else \
+            ((left, inset_y + 7 * mini), 8 * mini, mini)
+        ax.add_patch(Rectangle(*strip, facecolor=face, edgecolor="none"))
+        ax.text(left + 8 * mini + 0.08, inset_y + 4 * mini, detail, va="center", fontsize=7.5,
+                linespacing=1.25)
+    ax.text(inset_x, inset_y - 0.2, "(naive_matmul_threads.svg draws step 6's load in detail)",
+            fontsize=7, color=GREY, va="top")
+
+    # How a block's warps take rows: a row each when rows are short, one row together when long.
+    warp_faces = [BLUE, ORANGE, GREEN, RED]
+    short_pieces = QWEN_1_5B["d_model"] // per_piece
+    long_pieces = QWEN_1_5B["d_ff"] // per_piece
+    ax.plot([0.3, 11.75], [2.55, 2.55], color=LIGHT_GREY, linewidth=0.8)
+    ax.text(0.3, 2.33, f"A block is {warps} warps ({warps * lanes} threads); which rows they read "
+            f"depends on the row's length (launch_matmul)", fontsize=9.5, fontweight="bold",
+            va="center")
+
+    left, top, segment = 1.55, 1.95, 0.42
+    ax.text(0.3, top, f"Rows under {split_at} pieces (Wq: {QWEN_1_5B['d_model']} weights = "
+            f"{short_pieces} pieces,\n{short_pieces // lanes} loads a lane): a warp per row, "
+            f"{warps} rows a block", fontsize=8.5, va="center", linespacing=1.3)
+    groups = short_pieces // lanes
+    for warp in range(warps):
+        row_y = top - 0.62 - warp * 0.3
+        ax.text(left - 0.1, row_y + 0.11, f"warp {warp}: row o+{warp}", ha="right",
+                va="center", fontsize=8, family="monospace", color=warp_faces[warp])
+        ax.broken_barh([(left + g * segment, segment) for g in range(groups)], (row_y, 0.22),
+                       facecolor=warp_faces[warp], edgecolor="white", linewidth=0.8)
+        right = left + groups * segment
+        arrow(ax, (right + 0.08, row_y + 0.11), (right + 0.4, row_y + 0.11))
+        ax.text(right + 0.47, row_y + 0.11, f"warp_sum: out[o+{warp}]", va="center",
+                fontsize=8, family="monospace")
+    ax.text(left, top - 0.62 - (warps - 1) * 0.3 - 0.06, f"each box: {lanes} pieces, one load "
+            "of the warp", fontsize=7.5, color=GREY, va="top")
+
+    left, segment = 7.05, 0.132
+    ax.text(6.35, top, f"Rows of {split_at} pieces or more (Wdown: {QWEN_1_5B['d_ff']} weights "
+            f"= {long_pieces} pieces):\nthe {warps} warps share one row", fontsize=8.5,
+            va="center", linespacing=1.3)
+    row_y = top - 0.78
+    ax.text(left - 0.1, row_y + 0.14, "row o", ha="right", va="center", fontsize=8,
+            family="monospace")
+    groups = math.ceil(long_pieces / lanes)
+    ax.broken_barh([(left + g * segment, segment) for g in range(groups)], (row_y, 0.28),
+                   facecolors=[warp_faces[g % warps] for g in range(groups)], edgecolor="white",
+                   linewidth=0.6)
+    for warp in range(warps):
+        ax.text(left + (warp + 0.5) * segment, row_y + 0.33, str(warp), ha="center",
+                va="bottom", fontsize=7, color=warp_faces[warp])
+    ax.text(left + warps * segment + 0.05, row_y + 0.33, "<- warp", va="bottom", fontsize=7)
+    loads = [len(range(warp * lanes, long_pieces, warps * lanes)) for warp in range(warps)]
+    ax.text(left, row_y - 0.07, f"warp w loads pieces {lanes}w + lane, then +{warps * lanes}, "
+            f"+{2 * warps * lanes}, ...: the block reads {thousands(warps * load_bytes)}\n"
+            f"consecutive bytes a loop step. Loads a lane, warps 0 to {warps - 1}: "
+            f"{', '.join(map(str, loads))} (a warp alone: {long_pieces // lanes})", va="top",
+            fontsize=8, linespacing=1.3)
+    sums_y = row_y - 0.85
+    for warp in range(warps):
+        box(ax, left + warp * 0.55, sums_y, 0.5, 0.26, warp_faces[warp])
+        ax.text(left + warp * 0.55 + 0.25, sums_y + 0.13, f"sum {warp}", ha="center",
+                va="center", fontsize=7.5, color="white")
+    ax.text(left - 0.1, sums_y + 0.13, "warp_sum", ha="right", va="center", fontsize=8,
+            family="monospace")
+    shared_x = left + warps * 0.55 + 0.4
+    arrow(ax, (shared_x - 0.35, sums_y + 0.13), (shared_x - 0.05, sums_y + 0.13))
+    ax.text(shared_x, sums_y + 0.13, f"partial_sums[{warps}], shared memory;\n"
+            f"__syncthreads, thread 0 adds the {warps}: out[o]", va="center", fontsize=8,
+            linespacing=1.3)
+    return fig
+
+
 # ---- series_speed ----
 
 SPEED_SOURCES = [  # (file, panel title: {heading} is the table's "## " heading, {threads} its
@@ -887,6 +1060,7 @@ FIGURES = {
     "naive_matmul_threads": naive_matmul_threads,
     "kv_cache_layout": kv_cache_layout,
     "sampler_pipeline": sampler_pipeline,
+    "matvec_warp_per_row": matvec_warp_per_row,
     "series_speed": series_speed,
 }
 
