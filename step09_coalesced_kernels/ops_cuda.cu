@@ -419,9 +419,10 @@ void rope(float* x, int n_tokens, int n_heads, int head_dim, int first_position,
 // cache, (positions, kv_dim) floats of K and of V, so it wants the whole GPU reading it.
 // Here the positions are cut into chunks and each block takes one chunk of one KV head, for
 // all the query heads that share that head (grouped-query attention: a cache row is read
-// once, not once per query head). There are about two blocks per multiprocessor at any
-// context length: a chunk is as many passes of 32 positions as that takes. In a pass each of
-// the 4 warps takes 8 positions, a whole row each, lanes reading neighbouring floats.
+// once, not once per query head). A chunk is a whole number of passes of 32 positions, as few
+// as makes about two blocks per multiprocessor (a short cache has fewer: one pass a chunk). In
+// a pass each of the 4 warps takes 8 positions, a whole row each, lanes reading neighbouring
+// floats.
 //
 // A softmax needs the maximum and the sum over *all* positions, which no chunk has. So each
 // chunk keeps its own: its largest score m, the sum l of exp(score - m) and the sum of the

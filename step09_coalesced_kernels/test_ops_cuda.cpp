@@ -92,9 +92,9 @@ TEST_CASE("gpu::rmsnorm equals rmsnorm") {
 
 TEST_CASE("gpu::matmul equals matmul for F32, F16 and BF16 weights") {
     if (!gpu_or_skip()) return;
-    // (n_tokens, in_dim, out_dim). One token takes matvec_kernel: rows of 8 (16-byte loads),
-    // of 4872 and 8960 (several 4096-float tiles of x, a last partial one) and of lengths no
-    // load width divides. More tokens take tiled_gemm_kernel: 2 to 513 tokens, edges of the
+    // (n_tokens, in_dim, out_dim). One token takes matvec_kernel: rows of 8 (one 16-byte piece),
+    // 1536 and 4872 (a warp a row; 4872 F32 weights are 1218 pieces, split among 4 warps), 8960
+    // (1120 F16 pieces: split) and lengths no load width divides (the one-element loop). More tokens take tiled_gemm_kernel: 2 to 513 tokens, edges of the
     // 64 x 64 tiles and of the 16-deep k steps on every side.
     const int shapes[][3] = {{1, 7, 33},    {1, 8, 7},       {1, 4867, 33}, {1, 1536, 4867},
                              {1, 4872, 97}, {1, 8960, 65},   {1, 1, 1},     {7, 33, 1000},

@@ -807,10 +807,11 @@ def matvec_warp_per_row():
                 arrowprops={"arrowstyle": "-", "color": GREY, "linewidth": 0.7,
                             "linestyle": (0, (2, 2))})
     first = zoom_piece * per_piece
-    ax.text(zoom_x - 0.1, zoom_y + 0.49, f"piece {zoom_piece}:\none uint4 load", ha="right",
-            va="center", fontsize=8, linespacing=1.2)
+    ax.text(zoom_x - 0.1, zoom_y + 0.49, f"piece {zoom_piece}, one\nuint4 load: "
+            f"W[o][{first}..{first + per_piece - 1}]", ha="right", va="center", fontsize=7.5,
+            linespacing=1.2)
     ax.text(zoom_x - 0.1, zoom_y + 0.15, "x (floats,\nthrough L1)", ha="right", va="center",
-            fontsize=8, linespacing=1.2)
+            fontsize=7.5, linespacing=1.2)
     for i in range(per_piece):
         box(ax, zoom_x + i * zoom_cell, zoom_y + 0.34, zoom_cell, 0.3, BLUE)
         ax.text(zoom_x + (i + 0.5) * zoom_cell, zoom_y + 0.49, f"w{first + i}", ha="center",
@@ -824,9 +825,11 @@ def matvec_warp_per_row():
             linespacing=1.35)
 
     # Step 6 against step 9, in one small picture each: where the 32 lanes of a warp read.
-    inset_x, inset_y, mini = 8.05, 2.9, 0.085
-    ax.add_patch(Rectangle((inset_x - 0.12, inset_y - 0.12), 3.95, 1.07, facecolor="white",
+    inset_x, inset_y, mini = 8.05, 2.8, 0.085
+    ax.add_patch(Rectangle((inset_x - 0.12, inset_y - 0.12), 3.95, 1.24, facecolor="white",
                            edgecolor=LIGHT_GREY, linewidth=0.8))
+    ax.text(inset_x, inset_y + 1.0, "Where one warp load reads in W (rows down, bytes across)",
+            fontsize=7.5, va="center", color=GREY)
     pictures = (("step 6: lane k reads W[o+k][i]",
                  f"{lanes} rows: {lanes} sectors\nfor {lanes * weight_bytes} B used", RED),
                 ("step 9: lane k reads piece k", f"1 row: {sectors} sectors\nfor "
@@ -842,8 +845,6 @@ def matvec_warp_per_row():
         ax.add_patch(Rectangle(*strip, facecolor=face, edgecolor="none"))
         ax.text(left + 8 * mini + 0.08, inset_y + 4 * mini, detail, va="center", fontsize=7.5,
                 linespacing=1.25)
-    ax.text(inset_x, inset_y - 0.2, "(naive_matmul_threads.svg draws step 6's load in detail)",
-            fontsize=7, color=GREY, va="top")
 
     # How a block's warps take rows: a row each when rows are short, one row together when long.
     warp_faces = [BLUE, ORANGE, GREEN, RED]
@@ -886,7 +887,8 @@ def matvec_warp_per_row():
     for warp in range(warps):
         ax.text(left + (warp + 0.5) * segment, row_y + 0.33, str(warp), ha="center",
                 va="bottom", fontsize=7, color=warp_faces[warp])
-    ax.text(left + warps * segment + 0.05, row_y + 0.33, "<- warp", va="bottom", fontsize=7)
+    ax.text(left + warps * segment + 0.05, row_y + 0.33, f"<- warp (each box {lanes} pieces)",
+            va="bottom", fontsize=7)
     loads = [len(range(warp * lanes, long_pieces, warps * lanes)) for warp in range(warps)]
     ax.text(left, row_y - 0.07, f"warp w loads pieces {lanes}w + lane, then +{warps * lanes}, "
             f"+{2 * warps * lanes}, ...: the block reads {thousands(warps * load_bytes)}\n"
@@ -905,6 +907,558 @@ def matvec_warp_per_row():
     ax.text(shared_x, sums_y + 0.13, f"partial_sums[{warps}], shared memory;\n"
             f"__syncthreads, thread 0 adds the {warps}: out[o]", va="center", fontsize=8,
             linespacing=1.3)
+    return fig
+
+
+# ---- warp_shuffle_sum ----
+
+SHUFFLE_VALUES = [0.5, 1.25, -2.0, 3.0, 0.75, -1.5, 2.25, 1.0]  # made up; exact in binary
+
+
+def warp_shuffle_sum():
+    c = cuda_constants(STEP09_OPS)
+    lanes, threads, warp_size = len(SHUFFLE_VALUES), c["kNormThreads"], c["kWarpSize"]
+    offsets = [lanes >> (step + 1) for step in range(int(math.log2(lanes)))]  # 4, 2, 1
+    fig, ax = canvas(12, 5.4)
+    ax.text(0.3, 5.15, "warp_sum: each lane adds the value of lane (its lane XOR offset), the "
+            "offset halving each step; all end with the total", fontsize=12,
+            fontweight="bold", va="center")
+
+    # The butterfly, drawn for 8 lanes: a row of values after each step.
+    left, spacing, width, height = 2.05, 0.6, 0.47, 0.3
+    top, row_gap = 4.3, 1.0
+    rows = [list(SHUFFLE_VALUES)]
+    for offset in offsets:
+        rows.append([rows[-1][lane] + rows[-1][lane ^ offset] for lane in range(lanes)])
+    for lane in range(lanes):
+        ax.text(left + lane * spacing + width / 2, top + height + 0.08, f"lane {lane}",
+                ha="center", va="bottom", fontsize=8, family="monospace")
+    labels = ["each lane's value"]
+    for offset in offsets:
+        second = [lane for lane in range(1, lanes) if not lane & offset][0]
+        labels.append(f"offset {offset}: lane i adds\nlane i ^ {offset}'s value\n"
+                      f"(0↔{offset}, {second}↔{second ^ offset}, ...)")
+    for row, (values, label) in enumerate(zip(rows, labels)):
+        y = top - row * row_gap
+        ax.text(left - 0.15, y + height / 2, label, ha="right", va="center", fontsize=8,
+                linespacing=1.2)
+        last = row == len(rows) - 1
+        for lane, value in enumerate(values):
+            box(ax, left + lane * spacing, y, width, height, LIGHT_GREEN if last else
+                LIGHT_BLUE, f"{value:g}", fontsize=8.5)
+        if row == 0:
+            continue
+        offset = offsets[row - 1]
+        for lane in range(lanes):  # the own value straight down, the partner's across
+            x_to = left + lane * spacing + width / 2
+            partner_x = left + (lane ^ offset) * spacing + width / 2
+            ax.plot([x_to, x_to], [y + row_gap, y + height], color=GREY, linewidth=0.7)
+            arrow(ax, (partner_x, y + row_gap), (x_to + (0.06 if partner_x < x_to else -0.06),
+                                                 y + height), color=ORANGE)
+    bottom = top - len(offsets) * row_gap
+    ax.text(left + (lanes * spacing - spacing + width) / 2, bottom - 0.1,
+            f"{' + '.join(f'{v:g}' for v in SHUFFLE_VALUES).replace('+ -', '- ')} = "
+            f"{sum(SHUFFLE_VALUES):g}, in every lane", ha="center", va="top", fontsize=8.5,
+            color=DARK_GREEN)
+    steps = int(math.log2(warp_size))
+    ax.text(0.3, 0.4, f"{lanes} lanes take {len(offsets)} steps (offsets "
+            f"{', '.join(map(str, offsets))}); the code's {warp_size} take {steps} (offsets "
+            f"{', '.join(str(warp_size >> (s + 1)) for s in range(steps))}), not "
+            f"{warp_size - 1} additions one after another.\n__shfl_xor_sync(kFullWarp, value, "
+            "offset) hands each lane its partner's register: no shared memory, no "
+            "__syncthreads.", fontsize=8.5, va="center", linespacing=1.4)
+
+    # How rmsnorm_kernel sums the squares of a row: warps first, then the warps' sums.
+    warps, dim = threads // warp_size, QWEN_1_5B["d_model"]
+    x0, cell, span = 7.45, 0.5, 4.0
+    ax.plot([7.1, 7.1], [0.75, 4.85], color=LIGHT_GREY, linewidth=0.8)
+    ax.text(x0 - 0.1, 4.65, f"rmsnorm_kernel: one block of {threads} threads ({warps} warps) "
+            "per token", fontsize=9.5, fontweight="bold", va="center")
+    ax.text(x0, 4.32, f"thread t adds the squares of row[t], row[t+{threads}], ... "
+            f"({dim} / {threads} = {dim // threads} each)", fontsize=8, va="center")
+    for warp in range(warps):
+        box(ax, x0 + warp * cell, 3.8, cell - 0.04, 0.3, LIGHT_BLUE, f"warp {warp}", fontsize=7)
+    arrow(ax, (x0 + 2.0, 3.75), (x0 + 2.0, 3.42))
+    ax.text(x0 + 2.1, 3.58, "warp_sum in each warp; lane 0 stores it", fontsize=8,
+            va="center")
+    for warp in range(warps):
+        box(ax, x0 + warp * cell, 3.05, cell - 0.04, 0.3, LIGHT_ORANGE, f"[{warp}]",
+            fontsize=7.5)
+    ax.text(x0 + warps * cell + 0.05, 3.2, f"warp_sums[{warps}]:\nshared memory", fontsize=7.5,
+            va="center", linespacing=1.2)
+    ax.plot([x0 - 0.1, x0 + span], [2.8, 2.8], color=INK, linewidth=0.8, linestyle=(0, (4, 2)))
+    ax.text(x0 + span, 2.72, "__syncthreads", ha="right", va="top", fontsize=7.5,
+            family="monospace")
+    ax.text(x0, 2.35, f"every warp again: lane l < {warps} takes warp_sums[l], the other lanes "
+            "0,\nand warp_sum adds them", fontsize=8, va="center", linespacing=1.3)
+    lane_cell = span / warp_size
+    ax.broken_barh([(x0 + lane * lane_cell, lane_cell) for lane in range(warp_size)],
+                   (1.7, 0.28), facecolors=[LIGHT_ORANGE] * warps + ["white"] *
+                   (warp_size - warps), edgecolor=GREY, linewidth=0.5)
+    ax.text(x0 + warps * lane_cell / 2, 1.62, f"lanes 0..{warps - 1}:\nwarp_sums", ha="center",
+            va="top", fontsize=7.5, linespacing=1.2)
+    ax.text(x0 + (warps + warp_size) * lane_cell / 2, 1.62, f"lanes {warps}..{warp_size - 1}: 0",
+            ha="center", va="top", fontsize=7.5)
+    arrow(ax, (x0 + 2.0, 1.4), (x0 + 2.0, 1.17))
+    box(ax, x0, 0.72, span, 0.42, LIGHT_GREEN)
+    ax.text(x0 + span / 2, 0.93, "every thread holds the sum of squares:\n"
+            "inv_rms = 1 / sqrt(sum / dim + eps); result[i] = row[i] · inv_rms · weight[i]",
+            ha="center", va="center", fontsize=7.5, linespacing=1.3)
+    return fig
+
+
+# ---- split_attention ----
+
+# A made-up worked example: one query head, three chunks of four positions, values of one
+# dimension (a head has 64 or 128), so that every number fits in the picture.
+SPLIT_SCORES = [[1.2, -0.4, 2.0, 0.3], [3.1, 0.8, -1.0, 1.5], [0.2, 2.6, -0.7, 1.1]]
+SPLIT_VALUES = [[0.5, -1.0, 2.0, 1.0], [-0.5, 1.5, 0.0, 3.0], [1.0, -2.0, 0.5, 2.5]]
+
+
+def attention_chunks(n_positions, n_kv_heads, c):
+    """(chunk count, positions per chunk) as gpu::attention picks them for one new token."""
+    wanted = max(1, 2 * H200_MULTIPROCESSORS // n_kv_heads)
+    passes = -(-n_positions // c["kPassPositions"])
+    chunk_positions = -(-passes // wanted) * c["kPassPositions"]
+    return -(-n_positions // chunk_positions), chunk_positions
+
+
+def split_attention():
+    c = cuda_constants(STEP09_OPS)
+    n_heads, n_kv_heads = QWEN_1_5B["n_heads"], QWEN_1_5B["n_kv_heads"]
+    group = n_heads // n_kv_heads
+    fig, ax = canvas(12, 7.0)
+    ax.text(0.3, 6.75, "One new token's attention, split over the cached positions: "
+            "split_attention_kernel, then merge_chunks_kernel", fontsize=12, fontweight="bold",
+            va="center")
+
+    # The grid: the positions of each KV head cut into chunks, a block per (chunk, KV head).
+    ax.text(0.3, 6.38, f"Qwen2.5-1.5B: {n_heads} query heads share {n_kv_heads} KV heads "
+            f"({group} each). A block takes one chunk of one KV head, for all {group} query "
+            "heads of its group: each cached row is read once, not once per query head.",
+            fontsize=8.5, va="center")
+    strip_x, chunk_width, shown = 2.7, 0.74, 6
+    for kv_head in range(n_kv_heads):
+        y = 5.5 - kv_head * 0.8
+        for index, head in enumerate(range(kv_head * group, (kv_head + 1) * group)):
+            box(ax, 0.3 + index * 0.34, y + 0.05, 0.3, 0.26, LIGHT_ORANGE, f"q{head}",
+                fontsize=6.5)
+        arrow(ax, (0.3 + group * 0.34 + 0.02, y + 0.18), (strip_x - 0.05, y + 0.18),
+              color=DARK_ORANGE)
+        for chunk in range(shown + 1):
+            x = strip_x + chunk * chunk_width
+            if chunk == shown - 1:
+                ax.text(x + chunk_width / 2, y + 0.18, "...", ha="center", va="center",
+                        fontsize=9)
+                continue
+            name = f"block\n(n_chunks-1, {kv_head})" if chunk == shown else \
+                f"block\n({chunk}, {kv_head})"
+            width = chunk_width + (0.3 if chunk == shown else 0) - 0.04
+            box(ax, x, y, width, 0.36, LIGHT_BLUE if chunk % 2 == 0 else PURPLE)
+            ax.text(x + width / 2, y + 0.18, name, ha="center", va="center", fontsize=6.5,
+                    linespacing=1.1)
+        ax.text(strip_x, y + 0.42, f"KV head {kv_head}: its slice of the cached K and V rows, "
+                "positions 0 .. n-1, cut into chunks", fontsize=7.5, va="bottom")
+    ax.text(0.3, 4.55, f"blockIdx = (chunk, KV head). A chunk is a whole number of passes of "
+            f"{c['kPassPositions']} positions; in a pass warp w of the {c['kDecodeWarps']} "
+            f"takes positions w, w+{c['kDecodeWarps']}, ... ({c['kPositionsPerWarp']} rows of K "
+            "and of V), its lanes reading neighbouring floats\nof a row. From pass to pass "
+            "the block keeps an online softmax, the same rescaling as the merge below does "
+            "over the chunks.", fontsize=7.5, va="top", linespacing=1.35)
+
+    # How many chunks gpu::attention makes on an H200, at the kernel table's lengths.
+    table_x, columns = 8.3, (0.0, 1.35, 2.75)
+    ax.text(table_x, 5.95, f"Chunks on an H200 ({H200_MULTIPROCESSORS} multiprocessors): the "
+            "code aims at ~2\nblocks per multiprocessor; a chunk is at least one pass", fontsize=7.5,
+            va="bottom", linespacing=1.25)
+    for column, title in zip(columns, ("cached positions", "chunks x positions", "blocks")):
+        ax.text(table_x + column, 5.82, title, fontsize=7.5, va="top", fontweight="bold")
+    for row, n_positions in enumerate((512, 4096, 32768)):
+        n_chunks, chunk_positions = attention_chunks(n_positions, n_kv_heads, c)
+        cells = (thousands(n_positions), f"{n_chunks} x {chunk_positions}",
+                 str(n_chunks * n_kv_heads))
+        for column, text in zip(columns, cells):
+            ax.text(table_x + column, 5.58 - row * 0.21, text, fontsize=7.5, va="top")
+
+    # The worked example: three chunks' partial results, then the merge.
+    ax.plot([0.3, 11.75], [4.05, 4.05], color=LIGHT_GREY, linewidth=0.8)
+    ax.text(0.3, 3.83, "Each chunk keeps, per query head: m = its largest score, l = sum of "
+            "e^(s - m), o = sum of e^(s - m) · v. Worked example: one query head, chunks of 4 "
+            "positions, values of 1 dimension.", fontsize=8.5, va="center")
+    cell, gap, left = 0.42, 0.25, 1.45
+    chunk_size = len(SPLIT_SCORES[0])
+    row_ys = [3.1, 2.75, 2.4, 2.05]
+    for label, y in zip(["position", "score s", "value v", "e^(s - m)"], row_ys):
+        ax.text(left - 0.1, y + 0.14, label, ha="right", va="center", fontsize=8)
+    partials = []
+    for chunk, (scores, values) in enumerate(zip(SPLIT_SCORES, SPLIT_VALUES)):
+        x = left + chunk * (chunk_size * cell + gap)
+        middle = x + chunk_size * cell / 2
+        m = max(scores)
+        weights = [math.exp(s - m) for s in scores]
+        l, o = sum(weights), sum(w * v for w, v in zip(weights, values))
+        partials.append((m, l, o))
+        ax.text(middle, row_ys[0] + 0.42, f"chunk {chunk}", ha="center", va="center",
+                fontsize=8.5, fontweight="bold")
+        for i, (s, v, w) in enumerate(zip(scores, values, weights)):
+            cx = x + i * cell
+            ax.text(cx + cell / 2, row_ys[0] + 0.14, str(chunk * chunk_size + i), ha="center",
+                    va="center", fontsize=7.5, color=GREY)
+            box(ax, cx, row_ys[1], cell, 0.28, RED if s == m else LIGHT_RED, f"{s:g}",
+                fontsize=8)
+            box(ax, cx, row_ys[2], cell, 0.28, LIGHT_GREEN, f"{v:g}", fontsize=8)
+            box(ax, cx, row_ys[3], cell, 0.28, "white", f"{w:.3f}", fontsize=7)
+        arrow(ax, (middle, row_ys[3] - 0.03), (middle, 1.74))
+        box(ax, x, 1.1, chunk_size * cell, 0.62, LIGHT_BLUE)
+        ax.text(middle, 1.41, f"m{chunk} = {m:g}\nl{chunk} = {l:.4f}\no{chunk} = {o:.4f}",
+                ha="center", va="center", fontsize=8, family="monospace", linespacing=1.3)
+    ax.text(left - 0.1, 1.41, "the chunk's\npartial result", ha="right", va="center",
+            fontsize=8, linespacing=1.2)
+
+    # The merge, with the example's numbers, against the softmax over every position at once.
+    big_m = max(m for m, _, _ in partials)
+    rescale = [math.exp(m - big_m) for m, _, _ in partials]
+    total = sum(l * r for (_, l, _), r in zip(partials, rescale))
+    out = sum(o * r for (_, _, o), r in zip(partials, rescale)) / total
+    scores = [s for chunk in SPLIT_SCORES for s in chunk]
+    values = [v for chunk in SPLIT_VALUES for v in chunk]
+    direct = sum(p * v for p, v in zip(softmax(scores), values))
+    assert abs(out - direct) < 1e-12, "the merge must give the softmax over every position"
+    merge_x = 7.35
+    ax.text(merge_x, row_ys[0] + 0.42, f"merge_chunks_kernel: a block per query head "
+            f"({n_heads} blocks)", fontsize=8.5, fontweight="bold", va="center")
+    lines = [f"M = max(m0, m1, m2) = {big_m:g}",
+             "r = e^(m - M):  " + ",  ".join(f"r{i} = {r:.4f}" for i, r in enumerate(rescale)),
+             f"l = l0 r0 + l1 r1 + l2 r2 = {total:.4f}",
+             f"out = (o0 r0 + o1 r1 + o2 r2) / l = {out:.6f}"]
+    for row, line in enumerate(lines):
+        ax.text(merge_x, row_ys[0] + 0.14 - row * 0.35, line, fontsize=8.5, va="center")
+    chunks_right = left + len(SPLIT_SCORES) * (chunk_size * cell + gap) - gap
+    arrow(ax, (chunks_right + 0.05, 1.41), (merge_x - 0.12, row_ys[2] - 0.05), color=GREY,
+          connectionstyle="arc3,rad=0.25")
+    box(ax, merge_x, 1.1, 4.4, 0.62, LIGHT_GREEN)
+    ax.text(merge_x + 2.2, 1.41, f"the softmax over all {len(scores)} scores at once, times v:"
+            f"\n{direct:.6f}: the same, to 12 decimals", ha="center",
+            va="center", fontsize=8.5, linespacing=1.35)
+    ax.text(0.3, 0.75, "The chunks never see each other's scores: e^(s - m) in a chunk is "
+            "e^(s - M) · e^(M - m), so multiplying a chunk's l and o by e^(m - M) puts them on "
+            "the scale of the\nlargest score M. In the kernels o is a vector of head_dim values "
+            f"per (chunk, query head); the partial results wait in device memory between the "
+            f"two kernels,\nand the merge block's {c['kDecodeWarps']} warps take every "
+            f"{c['kDecodeWarps']}th chunk, its lanes the dimensions of o.", fontsize=8,
+            va="top", linespacing=1.4)
+    return fig
+
+
+# ---- tiled_gemm ----
+
+GEMM_TIMES = {"load": 1.5, "store": 0.35, "math": 1.8}  # made-up durations, for the shape only
+
+
+def tiled_gemm():
+    c = cuda_constants(STEP09_OPS)
+    tokens, outputs, depth = c["kTileTokens"], c["kTileOutputs"], c["kTileDepth"]
+    thread_tokens, thread_outputs = c["kThreadTokens"], c["kThreadOutputs"]
+    threads, pad, per_thread = c["kGemmThreads"], c["kTilePad"], c["kPerThread"]
+    rows_per_pass = c["kRowsPerPass"]
+    n_tokens, in_dim, out_dim = 512, QWEN_1_5B["d_model"], QWEN_1_5B["d_model"]  # Wq, a prompt
+    tile_rows, tile_columns = n_tokens // tokens, out_dim // outputs
+    across = outputs // thread_outputs  # threads along a tile's outputs
+    shown_thread = across + 1  # in neither the first row nor the first column of threads
+    my_tokens = shown_thread // across * thread_tokens
+    my_outputs = shown_thread % across * thread_outputs
+    fig, ax = canvas(12, 7.0)
+    ax.text(0.3, 6.75, "step 9's tiled_gemm_kernel (many tokens): out = x W^T in 64 x 64 tiles, "
+            "walked along in_dim through shared memory", fontsize=12, fontweight="bold",
+            va="center")
+    ax.text(0.3, 6.42, f"x is (n_tokens, in_dim), W (out_dim, in_dim). A block of {threads} "
+            f"threads computes one {tokens} x {outputs} tile of out; Wq at {n_tokens} tokens: "
+            f"{tile_rows} x {tile_columns} = {tile_rows * tile_columns} tiles, so "
+            f"{tile_rows * tile_columns} blocks.", fontsize=8.5, va="center")
+
+    # The three matrices (not to scale), one tile, and one k step's two slices.
+    tile_row, tile_column, k_step = 2, 5, 3
+    x_left, bottom, depth_size, token_size, out_size = 0.5, 3.05, 1.45, 1.3, 2.6
+    w_left, w_bottom = x_left + depth_size + 0.25, bottom + token_size + 0.25
+    slice_w = 0.11  # a k step's 16 columns, drawn wider than to scale
+    token_step, out_step = token_size / tile_rows, out_size / tile_columns
+    box(ax, x_left, bottom, depth_size, token_size, "white")
+    box(ax, w_left, w_bottom, out_size, depth_size, "white")
+    box(ax, w_left, bottom, out_size, token_size, "white")
+    ax.hlines([bottom + r * token_step for r in range(1, tile_rows)], w_left, w_left + out_size,
+              color=LIGHT_GREY, linewidth=0.5)
+    ax.vlines([w_left + col * out_step for col in range(1, tile_columns)], bottom,
+              bottom + token_size, color=LIGHT_GREY, linewidth=0.5)
+    tile_y = bottom + token_size - (tile_row + 1) * token_step
+    tile_x = w_left + tile_column * out_step
+    w_slice_y = w_bottom + depth_size - (k_step + 1) * slice_w
+    for rectangle, face in ((((tile_x, tile_y), out_step, token_step), ORANGE),
+                            (((x_left, tile_y), depth_size, token_step), LIGHT_BLUE),
+                            (((x_left + k_step * slice_w, tile_y), slice_w, token_step), BLUE),
+                            (((tile_x, w_bottom), out_step, depth_size), LIGHT_GREEN),
+                            (((tile_x, w_slice_y), out_step, slice_w), GREEN)):
+        ax.add_patch(Rectangle(*rectangle, facecolor=face, edgecolor="none", zorder=3))
+    for left, low, width, height in ((x_left, bottom, depth_size, token_size),
+                                     (w_left, w_bottom, out_size, depth_size),
+                                     (w_left, bottom, out_size, token_size)):
+        ax.add_patch(Rectangle((left, low), width, height, facecolor="none", edgecolor=INK,
+                               linewidth=0.8, zorder=3))
+    ax.text(x_left + depth_size / 2, bottom - 0.06, "x: in_dim across", ha="center", va="top",
+            fontsize=8)
+    ax.text(x_left - 0.06, bottom + token_size / 2, "n_tokens", ha="right", va="center",
+            fontsize=8, rotation=90)
+    ax.text(w_left + out_size / 2, w_bottom + depth_size + 0.06, "W^T: column o is row o of W",
+            ha="center", va="bottom", fontsize=8)
+    ax.text(w_left - 0.06, w_bottom + depth_size / 2, "in_dim", ha="right", va="center",
+            fontsize=8, rotation=90)
+    ax.text(w_left + out_size / 2, bottom - 0.06, f"out: out_dim across, {tile_rows} x "
+            f"{tile_columns} tiles (orange: this block's)", ha="center", va="top", fontsize=8)
+    ax.text(x_left, bottom - 0.33, f"Dark: one k step's slices, {tokens} x {depth} of x and "
+            f"{outputs} x {depth} of W. The block walks k0 = 0, {depth}, {2 * depth}, ... "
+            f"({in_dim // depth} steps\nfor in_dim {in_dim}); in shared memory each weight "
+            f"serves {tokens} tokens and each activation {outputs} outputs.", fontsize=7.5,
+            va="top", linespacing=1.35)
+
+    # Shared memory: the two slices, transposed (a row per k), with the padding.
+    smem_x, cell = 5.35, 0.038
+    width = (tokens + pad) * cell
+    for index, (name, face, dark, first, count, low) in enumerate((
+            ("x_tile", LIGHT_BLUE, BLUE, my_tokens, thread_tokens, 5.5),
+            ("w_tile", LIGHT_GREEN, GREEN, my_outputs, thread_outputs, 4.25))):
+        ax.add_patch(Rectangle((smem_x, low), tokens * cell, depth * cell, facecolor=face,
+                               edgecolor="none"))
+        ax.add_patch(Rectangle((smem_x + tokens * cell, low), pad * cell, depth * cell,
+                               facecolor=LIGHT_GREY, edgecolor="none"))
+        ax.hlines([low + r * cell for r in range(1, depth)], smem_x, smem_x + width,
+                  color="white", linewidth=0.3)
+        k_row = low + (depth - 1 - k_step) * cell
+        ax.add_patch(Rectangle((smem_x + first * cell, k_row), count * cell, cell,
+                               facecolor=dark, edgecolor="none", zorder=3))
+        ax.add_patch(Rectangle((smem_x + first * cell, low), count * cell, depth * cell,
+                               facecolor="none", edgecolor=RED, linewidth=1.0, zorder=3))
+        ax.add_patch(Rectangle((smem_x, low), width, depth * cell, facecolor="none",
+                               edgecolor=INK, linewidth=0.8, zorder=3))
+        what = "token" if index == 0 else "output"
+        ax.text(smem_x, low + depth * cell + 0.07, f"{name}[k][{what}]: {depth} x "
+                f"({tokens} + {pad})", fontsize=8, va="bottom", family="monospace")
+        ax.text(smem_x - 0.05, low + depth * cell / 2, f"k\n0..{depth - 1}", ha="right",
+                va="center", fontsize=7, linespacing=1.1)
+        ax.text(smem_x + (first + count / 2) * cell, low - 0.05,
+                f"thread {shown_thread}'s {count}", ha="center", va="top", fontsize=7,
+                color=RED)
+    arrow(ax, (x_left + (k_step + 0.5) * slice_w, tile_y + token_step + 0.03),
+          (smem_x - 0.35, 5.5 + depth * cell / 2), color=BLUE, connectionstyle="arc3,rad=-0.2")
+    arrow(ax, (tile_x + out_step + 0.03, w_slice_y + slice_w / 2),
+          (smem_x - 0.35, 4.25 + depth * cell / 2), color=GREEN, connectionstyle="arc3,rad=0.2")
+    ax.text(smem_x, 3.85, f"All {threads} threads copy, {per_thread} values of each slice a "
+            f"thread: thread t\ntakes column k0 + t % {depth} of rows t / {depth}, "
+            f"+{rows_per_pass}, +{2 * rows_per_pass}, ..., so {depth}\nneighbouring threads read "
+            f"{depth} neighbouring k of a row (coalesced).\nRows of {tokens} + {pad} floats: the "
+            "padding spreads the\ntransposing stores over the banks.", fontsize=7.5, va="top",
+            linespacing=1.35)
+
+    # The tile as the threads share it: each a block of 4 tokens x 8 outputs in registers.
+    tile_left, tile_top, size = 9.3, 5.95, 2.2
+    down = tokens // thread_tokens
+    block_w, block_h = size / across, size / down
+    ax.text(tile_left + size / 2, tile_top + 0.08, f"the tile: {down} x {across} threads, each "
+            f"{thread_tokens} tokens x {thread_outputs} outputs", ha="center", va="bottom",
+            fontsize=8)
+    box(ax, tile_left, tile_top - size, size, size, LIGHT_ORANGE)
+    ax.hlines([tile_top - r * block_h for r in range(1, down)], tile_left, tile_left + size,
+              color="white", linewidth=0.6)
+    ax.vlines([tile_left + col * block_w for col in range(1, across)], tile_top - size,
+              tile_top, color="white", linewidth=0.6)
+    shown_row, shown_column = my_tokens // thread_tokens, my_outputs // thread_outputs
+    ax.add_patch(Rectangle((tile_left + shown_column * block_w,
+                            tile_top - (shown_row + 1) * block_h), block_w, block_h,
+                           facecolor=RED, edgecolor=INK, linewidth=0.6, zorder=3))
+    ax.text(tile_left - 0.06, tile_top - size / 2, f"{tokens} tokens", ha="right",
+            va="center", fontsize=7.5, rotation=90)
+    ax.text(tile_left + size / 2, tile_top - size - 0.05, f"{outputs} outputs", ha="center",
+            va="top", fontsize=7.5)
+    ax.text(tile_left - 0.3, tile_top - size - 0.3, f"red: thread {shown_thread}, tokens "
+            f"{my_tokens}..{my_tokens + thread_tokens - 1} x outputs {my_outputs}.."
+            f"{my_outputs + thread_outputs - 1}:\nacc[{thread_tokens}][{thread_outputs}] in "
+            "registers", fontsize=7.5, va="top", color=RED, linespacing=1.3)
+
+    # What that thread does at each k: 4 + 8 reads from shared memory, 32 multiply-adds.
+    product_x, product_y, small = 9.55, 2.35, 0.16
+    ax.text(tile_left - 0.3, product_y + 0.45, f"thread {shown_thread} at each k:", fontsize=8,
+            va="center", fontweight="bold")
+    for a in range(thread_tokens):
+        box(ax, product_x - small - 0.08, product_y - (a + 1) * small, small, small, BLUE)
+    for b in range(thread_outputs):
+        box(ax, product_x + b * small, product_y + 0.08, small, small, GREEN)
+    box(ax, product_x, product_y - thread_tokens * small, thread_outputs * small,
+        thread_tokens * small, RED)
+    ax.hlines([product_y - a * small for a in range(1, thread_tokens)], product_x,
+              product_x + thread_outputs * small, color="white", linewidth=0.5)
+    ax.vlines([product_x + b * small for b in range(1, thread_outputs)],
+              product_y - thread_tokens * small, product_y, color="white", linewidth=0.5)
+    ax.text(product_x + thread_outputs * small + 0.1, product_y + 0.16, "w_tile[k][8 outputs]",
+            fontsize=7, va="center", color=DARK_GREEN)
+    ax.text(product_x + thread_outputs * small + 0.1, product_y - thread_tokens * small / 2,
+            "acc", fontsize=7.5, va="center", color=RED)
+    reads = thread_tokens + thread_outputs
+    ax.text(tile_left - 0.3, product_y - thread_tokens * small - 0.15,
+            f"{thread_tokens} floats of x_tile[k] (blue), {thread_outputs} of w_tile[k]:\n"
+            f"{reads} reads (three float4) for {thread_tokens * thread_outputs} multiply-adds,"
+            "\nacc[a][b] += x[a] · w[b]", fontsize=7.5, va="top", linespacing=1.35)
+
+    # Prefetching: the next k step's loads are in flight while this step's math runs.
+    times = GEMM_TIMES
+    ax.plot([0.3, 8.55], [2.35, 2.35], color=LIGHT_GREY, linewidth=0.8)
+    ax.text(0.3, 2.15, "Prefetching: while a step's slices are multiplied out of shared memory, "
+            "the next step's are on their way into registers", fontsize=9, fontweight="bold",
+            va="center")
+    scale, origin = 0.55, 2.3
+    lanes = {"step 9: loads (global → registers)": 1.65,
+             "step 9: copy to shared, math": 1.3,
+             "first version: one after another": 0.7}
+    for label, y in lanes.items():
+        ax.text(origin - 0.1, y + 0.12, label, ha="right", va="center", fontsize=7.5)
+
+    def bar(start, length, y, face, text):
+        ax.broken_barh([(origin + start * scale, length * scale)], (y, 0.24), facecolors=face,
+                       edgecolor="white", linewidth=0.8)
+        ax.text(origin + (start + length / 2) * scale, y + 0.12, text, ha="center",
+                va="center", fontsize=6.5)
+
+    load_y, math_y, first_y = lanes.values()
+    steps = 3
+    bar(0, times["load"], load_y, LIGHT_BLUE, "load k0=0")
+    start = times["load"]
+    for step in range(steps):
+        bar(start, times["store"], math_y, LIGHT_ORANGE, "")
+        math_start = start + times["store"]
+        bar(math_start, times["math"], math_y, ORANGE, f"math, k0={step * depth}")
+        if step + 1 < steps:
+            bar(math_start, times["load"], load_y, LIGHT_BLUE, f"load k0={(step + 1) * depth}")
+        start = math_start + max(times["math"], times["load"])
+    ours_end = start
+    start = 0
+    for step in range(steps):
+        bar(start, times["load"], first_y, LIGHT_BLUE, f"load k0={step * depth}")
+        bar(start + times["load"], times["store"], first_y, LIGHT_ORANGE, "")
+        bar(start + times["load"] + times["store"], times["math"], first_y, ORANGE,
+            f"math, k0={step * depth}")
+        start += times["load"] + times["store"] + times["math"]
+    for end, y in ((ours_end, math_y), (start, first_y)):
+        ax.plot([origin + end * scale] * 2, [y - 0.04, y + 0.28], color=INK, linewidth=1.0)
+    ax.text(origin, 0.45, f"Light orange: registers → shared memory, between two "
+            "__syncthreads. Durations made up, to show the overlap: the first version waited "
+            "for each slice,\nwhich with the few blocks of a narrow product (Wdown: 1536 "
+            "outputs, 24 x 8 tiles at 512 tokens) was most of its time.", fontsize=7.5,
+            va="center", linespacing=1.35)
+    return fig
+
+
+# ---- step09_kernels ----
+
+KERNEL_RECORDS = "docs/bench/kernels-2026-12-01"
+KERNEL_RUNS = [  # (file, bar label, colour), oldest first; all from one device call
+    ("kernels_step08_sampling.tsv", "step08 (step 6's naive kernels)", GREY),
+    ("kernels_step09_first.tsv", "step09, first version", LIGHT_BLUE),
+    ("kernels_step09_coalesced_kernels.tsv", "step09", BLUE),
+]
+KERNEL_GRAPH = "graph_step09.tsv"  # its rows "... in a graph": the same kernels replayed
+GRAPH_SUFFIX = " in a graph"
+
+
+def kernel_rows(path):
+    """(device, {(operator, shape): microseconds}) of one bench_kernels record, in its order."""
+    device, rows = "", {}
+    for line in open(os.path.join(ROOT, KERNEL_RECORDS, path), encoding="utf-8"):
+        fields = line.rstrip("\n").split("\t")
+        if fields[0] == "copy":
+            device = fields[1]
+        elif fields[0] == "row":
+            rows[(fields[1], fields[2])] = float(fields[3])
+    return device, rows
+
+
+def kernel_tokens(shape):
+    """How many tokens a row is about: (512, 1536) and "prompt of 512 tokens" are 512."""
+    match = re.search(r"\((\d+), \d+\)|prompt of (\d+) tokens", shape)
+    return int(match.group(1) or match.group(2)) if match else 1
+
+
+def kernel_label(operator, shape):
+    """A short label: matmul's "Wq (1, 1536) x (1536)^T" becomes "Wq: 1536 → 1536"."""
+    product = re.match(r"(.+?) \(\d+, (\d+)\) x \((\d+)\)\^T$", shape)
+    if product:
+        return f"{product.group(1)}: {product.group(2)} → {product.group(3)}"
+    shape = re.sub(r"^1 new token ", "", shape)
+    shape = re.sub(r"^prompt of (\d+) tokens", r"of a \1-token prompt", shape)
+    shape = re.sub(r"\(1, (\d+)\)|^\((\d+)\)", lambda m: m.group(1) or m.group(2), shape)
+    shape = re.sub(r"\((\d+), (\d+)\)", r"\1 x \2", shape)
+    return f"{operator} {shape}".replace(": a launch", " (a launch)")
+
+
+def step09_kernels():
+    runs = [(label, face, kernel_rows(path)) for path, label, face in KERNEL_RUNS]
+    device, last = runs[-1][2][0], runs[-1][2][1]
+    first = runs[0][2][1]
+    graph = {(operator[:-len(GRAPH_SUFFIX)], shape): us
+             for (operator, shape), us in kernel_rows(KERNEL_GRAPH)[1].items()
+             if operator.endswith(GRAPH_SUFFIX)}
+    sections = {}
+    for key in last:
+        sections.setdefault(kernel_tokens(key[1]), []).append(key)
+    heights = [len(keys) for keys in sections.values()]
+    fig = plt.figure(figsize=(12, 0.56 * max(heights) + 1.4))
+    fig.text(0.01, 0.975, f"Every operator at Qwen2.5-1.5B shapes, F16 weights, on one {device}: "
+             "step 8's kernels against step 9's (time per call, log scale)", fontsize=12,
+             fontweight="bold", va="top")
+    bar_height = 0.8 / (len(runs) + 1)
+    panel_width, gap = 0.365, 0.16
+    for index, (n_tokens, keys) in enumerate(sections.items()):
+        top, height = 0.87, 0.8 * len(keys) / max(heights)
+        ax = fig.add_axes((0.17 + index * (panel_width + gap), top - height, panel_width,
+                           height))
+        for row, key in enumerate(keys):
+            bars = [(face, run.get(key), label, "") for label, face, (_, run) in runs]
+            if key in graph:
+                bars.append(("white", graph[key], "step09 in a CUDA graph", "////"))
+            for slot, (face, us, _, hatch) in enumerate(bars):
+                if us is None:
+                    continue
+                y = row - 0.4 + (slot + 0.5) * bar_height
+                ax.barh(y, us, height=bar_height * 0.92, color=face, hatch=hatch,
+                        edgecolor=BLUE if hatch else "none", linewidth=0.6)
+                text = f"{us:,.1f}" if us < 1000 else f"{us:,.0f}"
+                if slot == len(runs) - 1 and key in first:
+                    text += f"  ({first[key] / us:,.1f}x)"
+                ax.text(us * 1.12, y, text, va="center", fontsize=6.5)
+        ax.set_yticks(range(len(keys)))
+        ax.set_yticklabels([kernel_label(*key) for key in keys], fontsize=8)
+        ax.set_ylim(len(keys) - 0.5, -0.5)
+        ax.set_xscale("log")
+        ax.set_xlim(0.5, 1e7)
+        ticks = [1, 10, 100, 1e3, 1e4, 1e5, 1e6]
+        ax.set_xticks(ticks)
+        ax.set_xticklabels(["1 µs", "10 µs", "100 µs", "1 ms", "10 ms", "100 ms", "1 s"],
+                           fontsize=7.5)
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.tick_params(axis="y", length=0)
+        ax.grid(axis="x", color=LIGHT_GREY, linewidth=0.6)
+        ax.set_axisbelow(True)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        title = "one token (decode)" if n_tokens == 1 else f"{n_tokens} tokens at once (prefill)"
+        ax.set_title(title, fontsize=9.5, loc="left", fontweight="bold")
+    legend = [Rectangle((0, 0), 1, 1, facecolor=face) for _, face, _ in runs]
+    legend.append(Rectangle((0, 0), 1, 1, facecolor="white", edgecolor=BLUE, hatch="////"))
+    names = [label for label, _, _ in runs] + ["step09 replayed 20 at a time in a CUDA graph "
+                                                "(another\ncall): no launch cost per kernel"]
+    fig.legend(legend, names, loc="upper left", fontsize=8, frameon=False,
+               bbox_to_anchor=(0.17 + panel_width + gap - 0.01, 0.87 - 0.8 * min(heights) /
+                               max(heights) - 0.07))
+    fig.text(0.17 + panel_width + gap, 0.1, "Each time is the median of 5 runs of back-to-back "
+             "calls, the inputs\nrotating through 256 MB of copies (more than the L2 holds). "
+             "(Nx) after a\nstep09 bar: step08's time / step09's. Data: "
+             f"{KERNEL_RECORDS}/.", fontsize=7.5, va="bottom", linespacing=1.4)
     return fig
 
 
@@ -1061,6 +1615,10 @@ FIGURES = {
     "kv_cache_layout": kv_cache_layout,
     "sampler_pipeline": sampler_pipeline,
     "matvec_warp_per_row": matvec_warp_per_row,
+    "warp_shuffle_sum": warp_shuffle_sum,
+    "split_attention": split_attention,
+    "tiled_gemm": tiled_gemm,
+    "step09_kernels": step09_kernels,
     "series_speed": series_speed,
 }
 
