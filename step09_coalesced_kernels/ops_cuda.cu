@@ -147,8 +147,9 @@ void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int 
 //     into shared memory once per block, so no warp could ask for its row of W before the
 //     whole block had waited for x. x is at most 75 KB, read by every warp of an SM from L1.
 //   - A long row is split among the block's 4 warps (ffn_down: 8960 weights a row, 1536
-//     rows). With one warp a row, its 1536 warps could not keep enough loads in flight; each
-//     warp now takes a quarter of the row, and the 4 partial sums meet in shared memory.
+//     rows). With one warp a row, its 1536 warps could not keep enough loads in flight; now
+//     warp w takes every 4th group of 32 pieces (pieces 32w + lane, + 128, + 256, ...), and
+//     the 4 partial sums meet in shared memory.
 //
 // A 16-byte load needs a 16-byte aligned address. cudaMalloc aligns the start of W, so every
 // row is aligned when its length is a multiple of the weights per load (8 F16, 4 F32); models'
@@ -435,7 +436,7 @@ constexpr int kDecodeWarps = 4;
 constexpr int kPositionsPerWarp = 8;
 constexpr int kPassPositions = kDecodeWarps * kPositionsPerWarp;  // 32: one per lane, later
 constexpr int kMaxHeadDim = 128;                                  // Qwen2.5: 64 or 128
-constexpr int kMaxGroup = 8;  // query heads per KV head (Qwen2.5: 2 to 8)
+constexpr int kMaxGroup = 8;  // query heads per KV head (Qwen2.5: 5 to 8, the tiny model 2)
 constexpr int kSlotsPerLane = kMaxHeadDim / kWarpSize;
 
 // The chunks' partial results, for each (chunk, query head).

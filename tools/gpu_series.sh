@@ -6,7 +6,15 @@
 #
 #   tools/gpu_series.sh OUT SIZE... [-- bench_series.py flags...]
 #   e.g. tools/gpu_series.sh out 0.5b 1.5b -- --engines step08,step09,llama.cpp \
-#            --llama-bench build/llama/bin/llama-bench --new-tokens-of step08=8
+#            --llama-bench /tmp/llama-bench --new-tokens-of step08=8
+#
+# With llama.cpp (tools/build_llama_cpp.sh packs it into .carry/series), the device call that
+# made docs/bench/h200-step09.md carried .carry/series and began with
+#   python3 -m pip install -q --no-index --no-deps --target /tmp/site .carry/series/wheels/*.whl
+#   export PYTHONPATH=/tmp/site QWEN_TOKENIZER_DIR=$PWD/.carry/series
+#   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+#   gunzip -c .carry/series/llama-bench.gz >/tmp/llama-bench && chmod +x /tmp/llama-bench
+# (.carry/series: the gguf wheel, qwen-bpe-vocab.gguf and llama-bench.gz).
 #
 # SIZE is 0.5b, 1.5b or 7b. Each size gets two files: an F16 one, for the series (every matrix
 # in 16 bits, as the GPU steps hold them, so that llama.cpp reads the same bytes), and, for the

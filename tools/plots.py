@@ -24,11 +24,47 @@ sampler_pipeline.svg (step 8)
     draw. The numbers follow the same rules as sampler.cpp, with a Python mt19937_64 for the draw;
     the settings are exaggerated (as in the article's five-token example) so that every stage
     removes or moves something.
-series_speed.svg (overview, steps 7 and 8)
-    Decode tokens/s of every step and of transformers, log scale, one panel per table of
-    docs/bench/h200-series.md (one per model size) and of docs/bench/cpu-real-0.5b.md, with each
-    row's roofline and the range of the llama.cpp rows. The tables are read by their column
-    names, so rows added later (step09 ..., llama.cpp ...) appear without changing this script.
+matvec_warp_per_row.svg (step 9)
+    step09_coalesced_kernels/ops_cuda.cu's matvec_kernel, the one-token product: a warp per row of
+    W, lane k loading the 16-byte pieces k, k+32, ... (8 F16 weights each), so that one warp load
+    is 512 consecutive bytes, 16 whole 32-byte sectors; one lane's dot product with its piece; a
+    small contrast with step 6's load (naive_matmul_threads.svg draws it in detail); and how a
+    block's 4 warps take 4 short rows (Wq) or share one long row (Wdown: launch_matmul's split at
+    kPiecesToSplitRow pieces), the shared row's partial sums meeting in shared memory.
+warp_shuffle_sum.svg (step 9)
+    warp_sum's butterfly (__shfl_xor_sync, the offset halving each step) for 8 lanes on made-up
+    values, every lane ending with the total; then rmsnorm_kernel's block reduction: 256 threads,
+    8 warp sums in shared memory, one more warp_sum.
+split_attention.svg (step 9)
+    split_attention_kernel and merge_chunks_kernel: a block per (chunk, KV head), serving every
+    query head of its group (Qwen2.5-1.5B's 6 per KV head); the chunk counts gpu::attention picks
+    on an H200 (132 multiprocessors) by the code's rule; and a worked example, three chunks of four
+    made-up scores, whose merge (M, l, out) the script computes and checks against the softmax
+    over every position at once.
+tiled_gemm.svg (step 9)
+    tiled_gemm_kernel: out in 64 x 64 tiles, a block each (Wq at 512 tokens); one k step's 64 x 16
+    slices of x and W, copied transposed (k-major, padded) into shared memory; the tile as the 128
+    threads share it, 4 tokens x 8 outputs each in registers, and one thread's 4 + 8 reads for 32
+    multiply-adds at each k; and the prefetch of the next step's slices, as a timeline with
+    made-up durations beside the first version's load-then-compute.
+step09_kernels.svg (step 9)
+    docs/bench/kernels-2026-12-01/: per operator and shape (Qwen2.5-1.5B, F16), the time of
+    step08's kernels, of step 9's first version and of step 9, all from one device call, log
+    scale, the one-token rows and the 512-token rows as two panels; hatched, the rows that
+    graph_step09.tsv (another call) also times replayed in a CUDA graph.
+series_speed.svg (overview, steps 7 to 9)
+    Decode tokens/s of every step and of transformers, log scale: one panel per model size on the
+    H200, merging docs/bench/h200-series.md (steps 05-08, transformers) and h200-step09.md (step08,
+    step09 and llama.cpp, on the same GPU and F16 files), and one for docs/bench/cpu-real-0.5b.md;
+    each row's roofline, and llama.cpp as a line (a band for a table with several of its
+    settings). Where both records hold a row of the same engine at the same size, the newer
+    file's is drawn: step08 is h200-step09.md's row at every size (8 generated tokens), not
+    h200-series.md's 128-token rows (which at 7B had timed out). Tables are read by their column
+    names and by the model size their "## " heading names (0.5B, 1.5B, 7B in a title or a file
+    name), so rows and records added later appear by adding the file to SPEED_SOURCES.
+
+The four pictures of step 9's kernels take their tile sizes, warp counts and thresholds from
+ops_cuda.cu's constexpr lines (cuda_constants), so they follow the kernels when those change.
 
 The SVGs are byte-identical from run to run (fixed hash salt, no date) and keep their text as
 text (svg.fonttype 'none'), so they stay small and diff well.
@@ -759,6 +795,9 @@ def cuda_constants(path):
 def matvec_warp_per_row():
     c = cuda_constants(STEP09_OPS)
     lanes, warps, split_at = c["kWarpSize"], c["kMatvecWarps"], c["kPiecesToSplitRow"]
+    source = open(STEP09_OPS, encoding="utf-8").read()
+    kernel = source[source.index("__global__ void matvec_kernel"):]
+    unroll = re.search(r"#pragma unroll (\d+)", kernel).group(1)  # of the 16-byte loads' loop
     piece_bytes, weight_bytes, sector_bytes = 16, 2, 32  # a uint4 load; F16 weights
     per_piece = piece_bytes // weight_bytes
     load_bytes = lanes * piece_bytes
@@ -820,8 +859,8 @@ def matvec_warp_per_row():
             f"x{first + i}", fontsize=6.5)
     ax.text(zoom_x + per_piece * zoom_cell + 0.15, zoom_y + 0.32,
             f"lane {zoom_piece}: sum += w{first}·x{first} + ... + w{first + per_piece - 1}"
-            f"·x{first + per_piece - 1}\n(x as two float4 loads); the loop is unrolled 8 times,"
-            "\nso each lane has several loads in flight", va="center", fontsize=8,
+            f"·x{first + per_piece - 1}\n(x as two float4 loads); the loop is unrolled {unroll} "
+            "times,\nso each lane has several loads in flight", va="center", fontsize=8,
             linespacing=1.35)
 
     # Step 6 against step 9, in one small picture each: where the 32 lanes of a warp read.
@@ -1069,8 +1108,8 @@ def split_attention():
     # How many chunks gpu::attention makes on an H200, at the kernel table's lengths.
     table_x, columns = 8.3, (0.0, 1.35, 2.75)
     ax.text(table_x, 5.95, f"Chunks on an H200 ({H200_MULTIPROCESSORS} multiprocessors): the "
-            "code aims at ~2\nblocks per multiprocessor; a chunk is at least one pass", fontsize=7.5,
-            va="bottom", linespacing=1.25)
+            "code aims at ~2\nblocks per multiprocessor; a chunk is at least one pass",
+            fontsize=7.5, va="bottom", linespacing=1.25)
     for column, title in zip(columns, ("cached positions", "chunks x positions", "blocks")):
         ax.text(table_x + column, 5.82, title, fontsize=7.5, va="top", fontweight="bold")
     for row, n_positions in enumerate((512, 4096, 32768)):
@@ -1220,11 +1259,11 @@ def tiled_gemm():
             va="top", linespacing=1.35)
 
     # Shared memory: the two slices, transposed (a row per k), with the padding.
-    smem_x, cell = 5.35, 0.038
+    smem_x, cell, x_low, w_low = 5.35, 0.038, 5.4, 4.2
     width = (tokens + pad) * cell
     for index, (name, face, dark, first, count, low) in enumerate((
-            ("x_tile", LIGHT_BLUE, BLUE, my_tokens, thread_tokens, 5.5),
-            ("w_tile", LIGHT_GREEN, GREEN, my_outputs, thread_outputs, 4.25))):
+            ("x_tile", LIGHT_BLUE, BLUE, my_tokens, thread_tokens, x_low),
+            ("w_tile", LIGHT_GREEN, GREEN, my_outputs, thread_outputs, w_low))):
         ax.add_patch(Rectangle((smem_x, low), tokens * cell, depth * cell, facecolor=face,
                                edgecolor="none"))
         ax.add_patch(Rectangle((smem_x + tokens * cell, low), pad * cell, depth * cell,
@@ -1247,9 +1286,9 @@ def tiled_gemm():
                 f"thread {shown_thread}'s {count}", ha="center", va="top", fontsize=7,
                 color=RED)
     arrow(ax, (x_left + (k_step + 0.5) * slice_w, tile_y + token_step + 0.03),
-          (smem_x - 0.35, 5.5 + depth * cell / 2), color=BLUE, connectionstyle="arc3,rad=-0.2")
+          (smem_x - 0.35, x_low + depth * cell / 2), color=BLUE, connectionstyle="arc3,rad=-0.2")
     arrow(ax, (tile_x + out_step + 0.03, w_slice_y + slice_w / 2),
-          (smem_x - 0.35, 4.25 + depth * cell / 2), color=GREEN, connectionstyle="arc3,rad=0.2")
+          (smem_x - 0.35, w_low + depth * cell / 2), color=GREEN, connectionstyle="arc3,rad=0.2")
     ax.text(smem_x, 3.85, f"All {threads} threads copy, {per_thread} values of each slice a "
             f"thread: thread t\ntakes column k0 + t % {depth} of rows t / {depth}, "
             f"+{rows_per_pass}, +{2 * rows_per_pass}, ..., so {depth}\nneighbouring threads read "
@@ -1296,8 +1335,8 @@ def tiled_gemm():
               product_x + thread_outputs * small, color="white", linewidth=0.5)
     ax.vlines([product_x + b * small for b in range(1, thread_outputs)],
               product_y - thread_tokens * small, product_y, color="white", linewidth=0.5)
-    ax.text(product_x + thread_outputs * small + 0.1, product_y + 0.16, "w_tile[k][8 outputs]",
-            fontsize=7, va="center", color=DARK_GREEN)
+    ax.text(product_x + thread_outputs * small + 0.1, product_y + 0.16,
+            f"w_tile[k][{thread_outputs} outputs]", fontsize=7, va="center", color=DARK_GREEN)
     ax.text(product_x + thread_outputs * small + 0.1, product_y - thread_tokens * small / 2,
             "acc", fontsize=7.5, va="center", color=RED)
     reads = thread_tokens + thread_outputs
@@ -1313,10 +1352,10 @@ def tiled_gemm():
             "the next step's are on their way into registers", fontsize=9, fontweight="bold",
             va="center")
     scale, origin = 0.55, 2.3
-    lanes = {"step 9: loads (global → registers)": 1.65,
-             "step 9: copy to shared, math": 1.3,
-             "first version: one after another": 0.7}
-    for label, y in lanes.items():
+    tracks = {"step 9: loads (global → registers)": 1.65,
+              "step 9: copy to shared, math": 1.3,
+              "first version: one after another": 0.7}
+    for label, y in tracks.items():
         ax.text(origin - 0.1, y + 0.12, label, ha="right", va="center", fontsize=7.5)
 
     def bar(start, length, y, face, text):
@@ -1325,7 +1364,7 @@ def tiled_gemm():
         ax.text(origin + (start + length / 2) * scale, y + 0.12, text, ha="center",
                 va="center", fontsize=6.5)
 
-    load_y, math_y, first_y = lanes.values()
+    load_y, math_y, first_y = tracks.values()
     steps = 3
     bar(0, times["load"], load_y, LIGHT_BLUE, "load k0=0")
     start = times["load"]
@@ -1346,11 +1385,11 @@ def tiled_gemm():
         start += times["load"] + times["store"] + times["math"]
     for end, y in ((ours_end, math_y), (start, first_y)):
         ax.plot([origin + end * scale] * 2, [y - 0.04, y + 0.28], color=INK, linewidth=1.0)
-    ax.text(origin, 0.45, f"Light orange: registers → shared memory, between two "
+    ax.text(origin, 0.45, "Light orange: registers → shared memory, between two "
             "__syncthreads. Durations made up, to show the overlap: the first version waited "
-            "for each slice,\nwhich with the few blocks of a narrow product (Wdown: 1536 "
-            "outputs, 24 x 8 tiles at 512 tokens) was most of its time.", fontsize=7.5,
-            va="center", linespacing=1.35)
+            f"for each slice,\nwhich with the few blocks of a narrow product (Wdown: {out_dim} "
+            f"outputs like Wq, {tile_columns} x {tile_rows} tiles at {n_tokens} tokens) was most "
+            "of its time.", fontsize=7.5, va="center", linespacing=1.35)
     return fig
 
 
@@ -1418,10 +1457,10 @@ def step09_kernels():
         ax = fig.add_axes((0.17 + index * (panel_width + gap), top - height, panel_width,
                            height))
         for row, key in enumerate(keys):
-            bars = [(face, run.get(key), label, "") for label, face, (_, run) in runs]
+            bars = [(face, run.get(key), "") for _, face, (_, run) in runs]
             if key in graph:
-                bars.append(("white", graph[key], "step09 in a CUDA graph", "////"))
-            for slot, (face, us, _, hatch) in enumerate(bars):
+                bars.append(("white", graph[key], "////"))
+            for slot, (face, us, hatch) in enumerate(bars):
                 if us is None:
                     continue
                 y = row - 0.4 + (slot + 0.5) * bar_height
@@ -1464,9 +1503,10 @@ def step09_kernels():
 
 # ---- series_speed ----
 
-SPEED_SOURCES = [  # (file, panel title: {heading} is the table's "## " heading, {threads} its
-    ("docs/bench/h200-series.md", "H200 GPU\n{heading}"),  # largest thread count)
-    ("docs/bench/cpu-real-0.5b.md", "2-core CPU, {threads} threads\nreal Qwen2.5-0.5B"),
+SPEED_SOURCES = [  # (files, panel title: {size} is the model size its headings name, {threads}
+    # the largest thread count of its table). Later files win: see series_speed in the docstring.
+    (("docs/bench/h200-series.md", "docs/bench/h200-step09.md"), "H200 GPU\nQwen2.5-{size} shape"),
+    (("docs/bench/cpu-real-0.5b.md",), "2-core CPU, {threads} threads\nreal Qwen2.5-0.5B"),
 ]
 
 
@@ -1500,34 +1540,52 @@ def number_in(cell):
     return float(match.group(0).replace(",", "")) if match else None
 
 
+def model_size(heading):
+    """"0.5B" for a heading naming Qwen2.5-0.5B in any form (a title, a file name), else None."""
+    match = re.search(r"(?<![\w.])(\d+(?:\.\d+)?)b(?![a-z])", heading, re.I)
+    return match.group(1) + "B" if match else None
+
+
 def speed_panels():
-    """One panel per engine table: our steps and transformers as bars, llama.cpp as a range."""
+    """One panel per model size of each source (per table, for a heading that names none): our
+    steps and transformers as bars, llama.cpp as a range. A row of a later file replaces the
+    earlier file's row of the same engine (stepNN, or the engine's whole name)."""
     panels = []
-    for path, title in SPEED_SOURCES:
-        for heading, rows in markdown_tables(os.path.join(ROOT, path)):
-            if not rows or "engine" not in rows[0] or "gen tok/s" not in rows[0]:
-                continue
-            threads = "all"
-            if "threads" in rows[0]:  # one bar per engine: the rows with every thread in use
-                most = max(number_in(row["threads"]) or 0 for row in rows)
-                rows = [row for row in rows if number_in(row["threads"]) == most]
-                threads = f"{most:.0f}"
+    for paths, title in SPEED_SOURCES:
+        tables = {}  # model size or heading: {"threads": ..., "rows": {engine: row}}
+        for path in paths:
+            for heading, rows in markdown_tables(os.path.join(ROOT, path)):
+                if not rows or "engine" not in rows[0] or "gen tok/s" not in rows[0]:
+                    continue
+                threads = "all"
+                if "threads" in rows[0]:  # one bar per engine: the rows with every thread in use
+                    most = max(number_in(row["threads"]) or 0 for row in rows)
+                    rows = [row for row in rows if number_in(row["threads"]) == most]
+                    threads = f"{most:.0f}"
+                table = tables.setdefault(model_size(heading) or heading,
+                                          {"threads": threads, "rows": {}})
+                for row in rows:
+                    engine = row["engine"].replace("`", "")
+                    step = re.match(r"step\d+", engine)
+                    table["rows"][step.group(0) if step else engine] = row
+        for key, table in sorted(tables.items(), key=lambda item: float(item[0][:-1])
+                                 if model_size(item[0]) else math.inf):
             bars, llama_cpp = [], []
-            for row in rows:
-                engine = row["engine"].replace("`", "")
+            for engine, row in table["rows"].items():
                 speed = number_in(row["gen tok/s"])
-                step = re.match(r"step\d+", engine)
                 if engine.startswith("llama.cpp") and speed:
                     llama_cpp.append(speed)
-                elif step or engine.startswith("transformers"):
+                elif engine.startswith(("step", "transformers")):
+                    ours = engine.startswith("step")
                     bars.append({
-                        "label": step.group(0) if step else engine[len("transformers"):].strip(),
+                        "label": engine if ours else engine[len("transformers"):].strip(),
                         "speed": speed,
                         "as_written": row["gen tok/s"],
                         "roofline": number_in(row.get("roofline tok/s")),
                         "no_cache": "no KV cache" in " ".join(row.values()),
-                        "ours": bool(step)})
-            panels.append({"title": title.format(heading=heading, threads=threads),
+                        "ours": ours})
+            bars.sort(key=lambda bar: (not bar["ours"], bar["label"] if bar["ours"] else ""))
+            panels.append({"title": title.format(size=key, threads=table["threads"]),
                            "bars": bars, "llama_cpp": llama_cpp})
     return panels
 
@@ -1558,7 +1616,8 @@ def series_speed():
             if bar["speed"]:
                 ax.bar(index, bar["speed"] - low, width=0.72, color=face, bottom=low)
                 ax.text(index, bar["speed"] * 1.15, bar["as_written"], ha="center",
-                        va="bottom", fontsize=7.5)
+                        va="bottom", fontsize=7.5,  # white behind it: a llama.cpp line may cross
+                        bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6})
             else:
                 ax.text(index, low * 1.5, "not\nmeasured", ha="center", va="bottom",
                         fontsize=7, color=GREY, linespacing=1.1)
@@ -1574,9 +1633,10 @@ def series_speed():
             ax.axhspan(slowest, fastest, color=LIGHT_GREEN, alpha=0.7, zorder=0)
             for value in (slowest, fastest):
                 ax.axhline(value, color=GREEN, linewidth=1.0, zorder=0)
-            ax.text(-0.45, fastest * 1.2, f"llama.cpp: {slowest:g} to {fastest:g}\n"
-                    f"({len(panel['llama_cpp'])} settings)", fontsize=7.5, color=DARK_GREEN,
-                    va="bottom", linespacing=1.15)
+            settings = len(panel["llama_cpp"])
+            ax.text(-0.45, slowest / 1.2, f"llama.cpp: {slowest:g} to {fastest:g}\n({settings} "
+                    "settings)" if settings > 1 else f"llama.cpp: {fastest:g}", fontsize=7.5,
+                    color=DARK_GREEN, va="top", linespacing=1.15)
         ax.set_xticks(range(len(bars)))
         ax.set_xticklabels([bar["label"] + ("\n(no KV\ncache)" if bar["no_cache"] else "")
                             for bar in bars], fontsize=7.5, linespacing=1.1)
@@ -1601,7 +1661,7 @@ def series_speed():
     fig.legend(legend, ["our step, no KV cache: each token re-runs every position",
                         "our step, KV cache", "transformers generate()",
                         "roofline of that row: copy bandwidth / weight bytes per token",
-                        "llama.cpp on the same CPU"],
+                        "llama.cpp, same machine and model file (a band: its settings' range)"],
                loc="upper left", bbox_to_anchor=(0.055, 0.935), ncol=3, fontsize=8,
                frameon=False, handlelength=2.2, columnspacing=1.6)
     return fig
