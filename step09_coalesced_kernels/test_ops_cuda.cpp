@@ -94,8 +94,9 @@ TEST_CASE("gpu::matmul equals matmul for F32, F16 and BF16 weights") {
     if (!gpu_or_skip()) return;
     // (n_tokens, in_dim, out_dim). One token takes matvec_kernel: rows of 8 (one 16-byte piece),
     // 1536 and 4872 (a warp a row; 4872 F32 weights are 1218 pieces, split among 4 warps), 8960
-    // (1120 F16 pieces: split) and lengths no load width divides (the one-element loop). More tokens take tiled_gemm_kernel: 2 to 513 tokens, edges of the
-    // 64 x 64 tiles and of the 16-deep k steps on every side.
+    // (1120 F16 pieces: split) and lengths no load width divides (the one-element loop). More
+    // tokens take tiled_gemm_kernel: 2 to 513 tokens, edges of the 64 x 64 tiles and of the
+    // 16-deep k steps on every side.
     const int shapes[][3] = {{1, 7, 33},    {1, 8, 7},       {1, 4867, 33}, {1, 1536, 4867},
                              {1, 4872, 97}, {1, 8960, 65},   {1, 1, 1},     {7, 33, 1000},
                              {33, 1000, 7}, {5, 1536, 4867}, {2, 16, 64},   {64, 64, 64},
@@ -177,6 +178,37 @@ TEST_CASE("gpu::rope equals rope, also at positions past 30000") {
     }
 }
 
+// n_tokens new queries at first_position.. over the cached positions, GPU against CPU; the
+// inputs are drawn with seeds seed, seed + 1, seed + 2.
+static void check_attention(int n_tokens, int first_position, int n_heads, int n_kv_heads,
+                            int head_dim, uint32_t seed) {
+    CAPTURE(n_tokens);
+    CAPTURE(first_position);
+    CAPTURE(n_heads);
+    CAPTURE(n_kv_heads);
+    CAPTURE(head_dim);
+    const size_t q_size = size_t(n_tokens) * n_heads * head_dim;
+    const size_t kv_size = size_t(first_position + n_tokens) * n_kv_heads * head_dim;
+    std::vector<float> q = random_values(q_size, seed, -2.0f, 2.0f);
+    std::vector<float> k = random_values(kv_size, seed + 1, -2.0f, 2.0f);
+    std::vector<float> v = random_values(kv_size, seed + 2);
+    std::vector<float> expected(q_size);
+    attention(expected.data(), q.data(), k.data(), v.data(), n_tokens, first_position, n_heads,
+              n_kv_heads, head_dim);
+
+    DeviceBuffer<float> device_q(q), device_k(k), device_v(v);
+    DeviceBuffer<float> out = poisoned(q_size);
+    gpu::attention(out.data(), device_q.data(), device_k.data(), device_v.data(), n_tokens,
+                   first_position, n_heads, n_kv_heads, head_dim);
+    // Scores are float dot products added in different orders (~1e-7 apart), exp() is within
+    // 2 ulps on the GPU, and each output is a weighted average of values in [-1, 1]. The
+    // online softmax rescales by exp(m_old - m_new) (from key tile to key tile, and from chunk
+    // to chunk in a decode step): one more rounding per weight, ~1e-7 relative. 1e-5 + 1e-4
+    // relative is well above those roundings and far below the error of a wrong head or mask,
+    // or of a lost chunk (1/n_chunks of the weights).
+    check_close(out.download(), expected, {1e-5, 1e-4}, n_heads * head_dim);
+}
+
 TEST_CASE("gpu::attention equals attention: causal mask, softmax, grouped-query heads, cache") {
     if (!gpu_or_skip()) return;
     // (n_tokens, n_heads, n_kv_heads, head_dim, first_position): a prefill from position 0,
@@ -188,59 +220,13 @@ TEST_CASE("gpu::attention equals attention: causal mask, softmax, grouped-query 
                              {7, 4, 2, 64, 33},   {1, 12, 2, 128, 999}, {2, 14, 2, 64, 0},
                              {15, 28, 4, 128, 0}, {16, 12, 2, 128, 5},  {17, 3, 1, 100, 300},
                              {1, 3, 1, 100, 300}, {1, 16, 2, 128, 40}};
-    for (const auto& shape : shapes) {
-        const int n_tokens = shape[0], n_heads = shape[1], n_kv_heads = shape[2];
-        const int head_dim = shape[3], first_position = shape[4];
-        CAPTURE(n_tokens);
-        CAPTURE(n_heads);
-        CAPTURE(n_kv_heads);
-        CAPTURE(head_dim);
-        CAPTURE(first_position);
-        const size_t q_size = size_t(n_tokens) * n_heads * head_dim;
-        const size_t kv_size = size_t(first_position + n_tokens) * n_kv_heads * head_dim;
-        std::vector<float> q = random_values(q_size, 9, -2.0f, 2.0f);
-        std::vector<float> k = random_values(kv_size, 10, -2.0f, 2.0f);
-        std::vector<float> v = random_values(kv_size, 11);
-        std::vector<float> expected(q_size);
-        attention(expected.data(), q.data(), k.data(), v.data(), n_tokens, first_position, n_heads,
-                  n_kv_heads, head_dim);
-
-        DeviceBuffer<float> device_q(q), device_k(k), device_v(v);
-        DeviceBuffer<float> out = poisoned(q_size);
-        gpu::attention(out.data(), device_q.data(), device_k.data(), device_v.data(), n_tokens,
-                       first_position, n_heads, n_kv_heads, head_dim);
-        // Scores are float dot products added in different orders (~1e-7 apart), exp() is
-        // within 2 ulps on the GPU, and each output is a weighted average of values in
-        // [-1, 1] over up to 1000 positions summed in the same order: 1e-5 + 1e-4 relative is
-        // well above those roundings and far below the error of a wrong head or mask.
-        check_close(out.download(), expected, {1e-5, 1e-4}, n_heads * head_dim);
-    }
+    for (const auto& shape : shapes)
+        check_attention(shape[0], shape[4], shape[1], shape[2], shape[3], 9);
 }
 
-// One new token's attention over n_positions cached ones, GPU against CPU.
+// One new token's attention over n_positions cached ones (a decode step).
 static void check_decode_attention(int n_positions, int n_heads, int n_kv_heads, int head_dim) {
-    CAPTURE(n_positions);
-    CAPTURE(n_heads);
-    CAPTURE(n_kv_heads);
-    CAPTURE(head_dim);
-    const size_t q_size = size_t(n_heads) * head_dim;
-    const size_t kv_size = size_t(n_positions) * n_kv_heads * head_dim;
-    std::vector<float> q = random_values(q_size, 20, -2.0f, 2.0f);
-    std::vector<float> k = random_values(kv_size, 21, -2.0f, 2.0f);
-    std::vector<float> v = random_values(kv_size, 22);
-    std::vector<float> expected(q_size);
-    attention(expected.data(), q.data(), k.data(), v.data(), 1, n_positions - 1, n_heads,
-              n_kv_heads, head_dim);
-
-    DeviceBuffer<float> device_q(q), device_k(k), device_v(v);
-    DeviceBuffer<float> out = poisoned(q_size);
-    gpu::attention(out.data(), device_q.data(), device_k.data(), device_v.data(), 1,
-                   n_positions - 1, n_heads, n_kv_heads, head_dim);
-    // As above: scores ~1e-7 apart, exp within 2 ulps. The chunks' rescaling by exp(m_chunk - m)
-    // adds one rounding per weight, and the weighted sums are added in other orders; both are
-    // ~1e-7 relative of values at most 1. 1e-5 + 1e-4 relative still lies far below the error
-    // of a lost chunk (1/n_chunks of the weights) or a wrong head.
-    check_close(out.download(), expected, {1e-5, 1e-4}, head_dim);
+    check_attention(1, n_positions - 1, n_heads, n_kv_heads, head_dim, 20);
 }
 
 TEST_CASE("split decode attention equals attention from 1 to 4097 cached positions") {

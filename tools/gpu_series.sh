@@ -32,7 +32,9 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do sizes+=("$1"); shift; done
 mkdir -p "$out" models
 start=$SECONDS
 stamp() { echo "[$1: $((SECONDS - start)) s]"; }
+# The last step and the one before it: what a Part 2 record sets side by side.
 last_step=$(ls -d step[0-9][0-9]_* | tail -n 1 | cut -c1-6)
+previous_step=$(ls -d step[0-9][0-9]_* | tail -n 2 | head -n 1 | cut -c1-6)
 # The Qwen vocabulary for make_tiny_model.py: tokenizer.json, or the smaller vocab-only GGUF.
 vocab=${QWEN_TOKENIZER_DIR:-../shared/qwen-tokenizer}/tokenizer.json
 [ -f "$vocab" ] || vocab=${QWEN_TOKENIZER_DIR:-../shared/qwen-tokenizer}/qwen-bpe-vocab.gguf
@@ -52,7 +54,7 @@ write_models() {  # one size's files, one after the other (each uses every core)
 }
 (for size in "${sizes[@]}"; do write_models "$size" || exit 1; done) &
 writer=$!
-make -s -j"$(nproc)" CUDA_ARCHS="${CUDA_ARCHS:-90}" step04 step08 "$last_step" \
+make -s -j"$(nproc)" CUDA_ARCHS="${CUDA_ARCHS:-90}" step04 "$previous_step" "$last_step" \
     >"$out/build.log" 2>&1 || { tail -n 20 "$out/build.log"; exit 1; }
 stamp built
 wait $writer || { tail -n 20 "$out"/make-*.log; exit 1; }

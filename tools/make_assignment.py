@@ -175,12 +175,14 @@ REGIONS = {
             "warp_sum reduces each warp's, the 8 warp sums meet in shared memory; then scale",
             ["gpu::rmsnorm equals rmsnorm"]),
         "matvec_kernel": Region(
-            "one warp per row of w: x copied to shared memory tile by tile, the lanes reading "
-            "neighbouring 16-byte pieces of the row (dot_16_bytes), warp_sum of the lanes' sums",
+            "one warp per row of w (a long row split among the block's warps_per_row warps), the "
+            "lanes reading neighbouring 16-byte pieces of the row and x through L1 "
+            "(dot_16_bytes), warp_sum of the lanes' sums, the warps' sums in shared memory",
             ["gpu::matmul equals matmul for F32, F16 and BF16 weights"]),
         "tiled_gemm_kernel": Region(
             "a 64 x 64 tile of out per block: 16-deep slices of x and w copied to shared memory "
-            "(k-major), each thread accumulating its 4 x 8 block in registers",
+            "(k-major), each thread accumulating its 4 x 8 block in registers; the next step's "
+            "slices prefetched into registers with load_slices",
             ["gpu::matmul equals matmul for F32, F16 and BF16 weights"]),
         "split_attention_kernel": Region(
             "one chunk of cached positions of one KV head, for its group of query heads: in "
