@@ -52,7 +52,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 # The steps that generate text: step05 (the first) to the last one there is.
 STEPS = sorted(p.name[:6] for p in REPO.glob("step[0-9][0-9]_*") if int(p.name[4:6]) >= 5)
-ENGINES = STEPS + ["transformers", "llama.cpp"]
+# From step10 on a step also runs with --no-graph: the same kernels, launched one by one.
+NO_GRAPH = [f"{step}-no-graph" for step in STEPS if step >= "step10"]
+ENGINES = STEPS + NO_GRAPH + ["transformers", "llama.cpp"]
 SIZES = ["0.5b", "1.5b", "7b"]
 
 # ----------------------------------------------------------------------------------------------
@@ -280,22 +282,28 @@ class Row:
         return self.bytes_per_token / (self.ms_per_token * 1e6)
 
 
-def step_command(step, model, args, n_new):
+def step_command(engine, model, args, n_new):
+    step = engine[:6]
     cmd = [str(REPO / step), str(model), "-f", args.prompt_file, "-n", str(n_new)]
     if step != "step05":
         cmd += ["--device", args.device]
+    if step >= "step07" and args.context:
+        cmd += ["-c", str(args.context)]
     if step >= "step08":
         cmd += ["--temp", "0"]  # greedy, as the steps before the sampler
+    if engine.endswith("-no-graph"):
+        cmd.append("--no-graph")
     return cmd
 
 
-def run_step(step, model, summary, args, clock, log_dir):
+def run_step(engine, model, summary, args, clock, log_dir):
+    step = engine[:6]
     n_new = {"step05": args.step05_new_tokens, "step06": args.step06_new_tokens}.get(step, args.new_tokens)
-    n_new = args.new_tokens_of.get(step, n_new)
+    n_new = args.new_tokens_of.get(engine, args.new_tokens_of.get(step, n_new))
     device = "cpu" if step == "step05" else args.device
-    row = Row(step, device)
-    outcome = run_child(step_command(step, model, args, n_new), clock.limit(args.timeout),
-                        log_dir / f"{model.stem}.{step}.log")
+    row = Row(engine, device)
+    outcome = run_child(step_command(engine, model, args, n_new), clock.limit(args.timeout),
+                        log_dir / f"{model.stem}.{engine}.log")
     timing = TIMING.search(outcome.stderr)
     if outcome.rc != 0 or not timing:
         row.notes.append(outcome.why_failed() if outcome.rc != 0 else "no timing line on stderr")
@@ -356,10 +364,12 @@ def run_transformers(model, summary, args, clock, log_dir):
 
 
 def run_llama_bench(model, summary, args, clock, log_dir):
-    """llama.cpp's llama-bench on the same file: the prompt's tokens/s at depth 0 (pp512) and
-    the generated tokens' after 512 positions (tg128 at depth 512), each the mean of -r runs."""
-    cmd = [args.llama_bench, "-m", str(model), "-ngl", "99", "-fa", "on", "-p", "512", "-n",
-           str(args.new_tokens), "-d", "0,512", "-r", "3", "-o", "json"]
+    """llama.cpp's llama-bench on the same file: a prompt of the steps' length at depth 0
+    (pp512) and the generated tokens' after as many positions (tg128 at depth 512), each the
+    mean of -r runs."""
+    depth = args.prompt_tokens
+    cmd = [args.llama_bench, "-m", str(model), "-ngl", "99", "-fa", "on", "-p", str(depth), "-n",
+           str(args.new_tokens), "-d", f"0,{depth}", "-r", "3", "-o", "json"]
     outcome = run_child(cmd, clock.limit(args.timeout), log_dir / f"{model.stem}.llama-bench.log")
     row = Row("llama.cpp", args.device)
     try:
@@ -368,24 +378,24 @@ def run_llama_bench(model, summary, args, clock, log_dir):
         row.notes.append(outcome.why_failed() if outcome.rc != 0 else "no JSON from llama-bench")
         return [row]
     by_test = {(r["n_prompt"], r["n_gen"], r["n_depth"]): r for r in results}
-    prompt = by_test.get((512, 0, 0))
-    generate = by_test.get((0, args.new_tokens, 512))
+    prompt = by_test.get((depth, 0, 0))
+    generate = by_test.get((0, args.new_tokens, depth))
     if prompt:
-        row.prompt_tokens, row.prompt_tok_s = 512, prompt["avg_ts"]
+        row.prompt_tokens, row.prompt_tok_s = depth, prompt["avg_ts"]
     if generate:
         row.generated, row.gen_tok_s = args.new_tokens, generate["avg_ts"]
         row.ms_per_token = 1000 / generate["avg_ts"]
         row.bytes_per_token = summary.weight_bytes_per_token()
     commit = (prompt or generate or {}).get("build_commit", "?")
     row.notes.append(f"llama-bench {commit}, the file's weights, flash attention, CUDA graphs; "
-                     f"gen after 512 positions; mean of 3; {outcome.seconds:.0f} s")
+                     f"gen after {depth} positions; mean of 3; {outcome.seconds:.0f} s")
     return [row]
 
 
 # ----------------------------------------------------------------------------------------------
 # The table.
 
-COLUMNS = ["engine", "device", "prompt tok/s (512)", "generated", "gen tok/s", "ms/token", "GB/s",
+COLUMNS = ["engine", "device", "prompt tok/s", "generated", "gen tok/s", "ms/token", "GB/s",
            "% of copy", "roofline tok/s", "notes"]
 
 
@@ -502,7 +512,7 @@ def bench_model(model, size, args, clock, copies, machine, build_failures, skips
     report.table_row(["---"] * len(COLUMNS))
     for engine in args.engines:
         device = "cpu" if engine == "step05" else args.device
-        reason = skip_reason(skips, engine, size, model) or build_failures.get(engine)
+        reason = skip_reason(skips, engine, size, model) or build_failures.get(engine[:6] if engine in NO_GRAPH else engine)
         if reason is None and clock.limit(args.timeout) < 10:
             reason = f"not run: the --budget of {args.budget:.0f} s is spent"
         if reason is None and engine == "transformers" and "step04" in build_failures:
@@ -510,7 +520,7 @@ def bench_model(model, size, args, clock, copies, machine, build_failures, skips
         if reason:
             rows = [Row(engine if engine != "transformers" else f"transformers {d}", device, reason)
                     for d in (args.hf_dtypes.split(",") if engine == "transformers" else [None])]
-        elif engine in STEPS:
+        elif engine in STEPS or engine in NO_GRAPH:
             rows = run_step(engine, model, summary, args, clock, args.log_dir)
         elif engine == "llama.cpp":
             rows = run_llama_bench(model, summary, args, clock, args.log_dir)
@@ -535,6 +545,13 @@ def main():
     ap.add_argument("--append", action="store_true", help="add to --output instead of replacing it")
     ap.add_argument("--prompt-file", default="tools/bench_prompt.txt",
                     help="the prompt, its exact bytes (default tools/bench_prompt.txt: 512 tokens)")
+    ap.add_argument("--prompt-repeat", type=int, default=1, metavar="R",
+                    help="the prompt file R times over, e.g. 8 for a 4096-token prompt (default 1)")
+    ap.add_argument("--prompt-tokens", type=int, default=None, metavar="N",
+                    help="llama-bench's prompt and depth (default 512 x R, what the steps' "
+                         "prompt is about)")
+    ap.add_argument("-c", "--context", type=int, default=0,
+                    help="the steps' -c (default: theirs, 4096 positions)")
     ap.add_argument("-n", "--new-tokens", type=int, default=128, help="tokens steps 07-08 and transformers generate")
     ap.add_argument("--step05-new-tokens", type=int, default=2,
                     help="tokens step05 generates, each a pass over the whole sequence (default 2)")
@@ -577,7 +594,7 @@ def main():
     counts = [args.new_tokens, args.step05_new_tokens, args.step06_new_tokens, *args.new_tokens_of.values()]
     if min(counts) < 2:
         ap.error("every -n must be at least 2: the first token comes from the prompt's pass")
-    default_engines = STEPS + ["transformers"] + (["llama.cpp"] if args.llama_bench else [])
+    default_engines = STEPS + NO_GRAPH + ["transformers"] + (["llama.cpp"] if args.llama_bench else [])
     args.engines = args.engines.split(",") if args.engines else default_engines
     unknown = [e for e in args.engines if e not in ENGINES]
     if unknown or ("llama.cpp" in args.engines and not args.llama_bench):
@@ -586,6 +603,13 @@ def main():
     output = Path(args.output)
     args.log_dir = output.parent / "logs"
     args.log_dir.mkdir(parents=True, exist_ok=True)
+    if args.prompt_repeat > 1:  # the longer prompt, written beside the logs
+        text = Path(args.prompt_file).read_bytes()
+        longer = args.log_dir / f"prompt-x{args.prompt_repeat}.txt"
+        longer.write_bytes(text * args.prompt_repeat)
+        args.prompt_file = str(longer)
+    if args.prompt_tokens is None:
+        args.prompt_tokens = 512 * args.prompt_repeat
     skips = parse_skips(args.skip)
     clock = Clock(args.budget)
 
@@ -603,7 +627,7 @@ def main():
         machine = f"GPU {gpu or copies['cuda'].get('name', '?')} (driver {driver or '?'}), {copy_text('cuda')}; " + machine
 
     # step04 encodes the prompt for transformers (bench_transformers.py).
-    build_failures = build(["step04"] + [e for e in args.engines if e in STEPS], clock)
+    build_failures = build(["step04"] + sorted({e[:6] for e in args.engines if e[:4] == "step"}), clock)
 
     report = Report(output, args.append)
     for size in args.size:
