@@ -158,6 +158,10 @@ void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int 
 
 constexpr int kMatvecWarps = 4;          // warps per block
 constexpr int kPiecesToSplitRow = 1024;  // a row of this many 16-byte pieces takes 4 warps
+// Step 10: the pieces a lane loads before it uses the first. An unrolled loop does not do
+// that for a row shorter than the unrolling: the GPU issues instructions in order, so each
+// iteration's multiply-adds waited for its own load before the next load was asked for.
+constexpr int kLoadBatch = 8;
 
 // The dot product of one 16-byte load of weights with the floats of x it multiplies.
 __device__ float dot_16_bytes(uint4 bytes, const float* x, const float*) {
@@ -201,10 +205,21 @@ __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int i
         const Weight* w_row = w + row * in_dim;
         const int first_lane = part * kWarpSize, stride = warps_per_row * kWarpSize;
         if (vectorized) {  // every row and x are 16-byte aligned
+            // kLoadBatch pieces a lane are loaded before the first is used (step 10): a row
+            // of up to kLoadBatch * 32 pieces is then one wait for memory, not one a piece.
             const uint4* pieces = reinterpret_cast<const uint4*>(w_row);
-#pragma unroll 8
-            for (int p = first_lane + lane; p < in_dim / kPerLoad; p += stride)
-                sum += dot_16_bytes(pieces[p], x + p * kPerLoad, w);
+            const int n_pieces = in_dim / kPerLoad;
+            for (int first = first_lane + lane; first < n_pieces; first += kLoadBatch * stride) {
+                uint4 batch[kLoadBatch];
+#pragma unroll
+                for (int j = 0; j < kLoadBatch; j++)
+                    if (first + j * stride < n_pieces) batch[j] = pieces[first + j * stride];
+#pragma unroll
+                for (int j = 0; j < kLoadBatch; j++) {
+                    const int p = first + j * stride;
+                    if (p < n_pieces) sum += dot_16_bytes(batch[j], x + p * kPerLoad, w);
+                }
+            }
         } else {
             for (int i = first_lane + lane; i < in_dim; i += stride)
                 sum += to_float(w_row[i]) * x[i];
@@ -481,8 +496,10 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
     const int kv_dim = n_kv_heads * head_dim;
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const float scale = 1.0f / sqrtf(float(head_dim));
-    for (int i = threadIdx.x; i < group * head_dim; i += blockDim.x)
-        queries[i / head_dim][i % head_dim] = q[first_head * head_dim + i] * scale;
+    for (int i = threadIdx.x; i < kMaxGroup * kMaxHeadDim; i += blockDim.x) {
+        const int g = i / kMaxHeadDim, d = i % kMaxHeadDim;
+        queries[g][d] = g < group && d < head_dim ? q[(first_head + g) * head_dim + d] * scale : 0;
+    }
     if (threadIdx.x < group) {
         running_max[threadIdx.x] = -INFINITY;
         running_sum[threadIdx.x] = 0.0f;
@@ -510,15 +527,25 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
 #pragma unroll
         for (int p = 0; p < kPositionsPerWarp; p++) {
             const int slot = warp + p * kDecodeWarps;  // the position's place in the pass
-            for (int g = 0; g < group; g++) {
-                float partial = 0.0f;
+            // The scores of every head of the group, reduced together (step 10): each step of
+            // the shuffle tree moves all of them, so the group's sums wait for the tree once,
+            // not once a head. Rows past the group are zeros, computed and never kept.
+            float partial[kMaxGroup];
+#pragma unroll
+            for (int g = 0; g < kMaxGroup; g++) {
+                partial[g] = 0.0f;
 #pragma unroll
                 for (int s = 0; s < kSlotsPerLane; s++)
                     if (lane + s * kWarpSize < head_dim)
-                        partial += queries[g][lane + s * kWarpSize] * key[p][s];
-                const float score = warp_sum(partial);
-                if (lane == 0) weights[g][slot] = pass + slot < chunk_end ? score : -INFINITY;
+                        partial[g] += queries[g][lane + s * kWarpSize] * key[p][s];
             }
+            for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+#pragma unroll
+                for (int g = 0; g < kMaxGroup; g++)
+                    partial[g] += __shfl_xor_sync(kFullWarp, partial[g], offset);
+            if (lane == 0)
+                for (int g = 0; g < group; g++)
+                    weights[g][slot] = pass + slot < chunk_end ? partial[g] : -INFINITY;
         }
         __syncthreads();
         // The online softmax, one warp per query head: lane j holds position pass + j. The
@@ -933,11 +960,21 @@ __device__ float2 normed_dot_2rows(const Weight* row_a, const Weight* row_b, con
     if (vectorized) {
         const uint4* pieces_a = reinterpret_cast<const uint4*>(row_a);
         const uint4* pieces_b = reinterpret_cast<const uint4*>(row_b);
-#pragma unroll 4
-        for (int p = lane; p < dim / kPerLoad; p += kWarpSize) {
-            const uint4 a = pieces_a[p], b = pieces_b[p];
-            sum_a += dot_16_bytes_normed(a, x + p * kPerLoad, g + p * kPerLoad, row_a);
-            sum_b += dot_16_bytes_normed(b, x + p * kPerLoad, g + p * kPerLoad, row_b);
+        const int n_pieces = dim / kPerLoad;
+        for (int first = lane; first < n_pieces; first += kLoadBatch * kWarpSize) {
+            uint4 batch_a[kLoadBatch], batch_b[kLoadBatch];  // both rows' loads, then the sums
+#pragma unroll
+            for (int j = 0; j < kLoadBatch; j++) {
+                const int p = first + j * kWarpSize;
+                if (p < n_pieces) batch_a[j] = pieces_a[p], batch_b[j] = pieces_b[p];
+            }
+#pragma unroll
+            for (int j = 0; j < kLoadBatch; j++) {
+                const int p = first + j * kWarpSize;
+                if (p >= n_pieces) continue;
+                sum_a += dot_16_bytes_normed(batch_a[j], x + p * kPerLoad, g + p * kPerLoad, row_a);
+                sum_b += dot_16_bytes_normed(batch_b[j], x + p * kPerLoad, g + p * kPerLoad, row_b);
+            }
         }
     } else {
         for (int i = lane; i < dim; i += kWarpSize) {

@@ -308,12 +308,12 @@ def run_step(engine, model, summary, args, clock, log_dir):
     if outcome.rc != 0 or not timing:
         row.notes.append(outcome.why_failed() if outcome.rc != 0 else "no timing line on stderr")
         return [row]
-    # The rates from the times, which the steps print with more digits than the rates.
+    # The prompt's rate from its time, printed with more digits than the rate.
     row.prompt_tokens = int(timing[1])
     row.prompt_tok_s = 1000 * row.prompt_tokens / float(timing[2])
-    if timing[4]:
-        row.generated, row.ms_per_token = int(timing[4]), float(timing[5])
-        row.gen_tok_s = 1000 / row.ms_per_token
+    if timing[4]:  # tokens/s has more digits than ms/token's one decimal (1.7 ms: 1.65-1.75)
+        row.generated, row.gen_tok_s = int(timing[4]), float(timing[6])
+        row.ms_per_token = 1000 / row.gen_tok_s
     else:  # no pass after the prompt's: at most the token the prompt's pass chose
         row.generated = "<=1"
     if device == "cuda":
