@@ -198,6 +198,18 @@ REGIONS = {
              "split decode attention equals attention at 32768 cached positions",
              "gpu::attention equals attention: causal mask, softmax, grouped-query heads, cache"]),
     },
+    "10": {
+        "qkv_rope_cache_kernel": Region(
+            "a warp per pair of rows (i, i + head_dim/2) of one head of Q, K or V: "
+            "normed_dot_2rows, then block_inv_rms (every warp), then lane 0 scales, adds the "
+            "biases, turns the pair by RoPE (not V's) and writes q or the cache row at "
+            "slots->position",
+            ["qkv_rope_cache equals rmsnorm, the Q/K/V matmuls, add_bias and rope"]),
+        "gate_up_swiglu_kernel": Region(
+            "a warp per row i: normed_dot_2rows of the gate and up rows, block_inv_rms, then "
+            "lane 0 writes silu(gate) * up, both scaled by 1/rms",
+            ["gate_up_swiglu equals rmsnorm, the gate and up matmuls and swiglu"]),
+    },
 }
 
 
