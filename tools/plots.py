@@ -63,6 +63,14 @@ series_speed.svg (overview, steps 7 to 9)
     names and by the model size their "## " heading names (0.5B, 1.5B, 7B in a title or a file
     name), so rows and records added later appear by adding the file to SPEED_SOURCES.
 
+decode_timeline.svg (step 10)
+    One decode token of the Qwen2.5-1.5B-shaped F16 model, kernel by kernel, as
+    tools/decode_timeline.py measured it on the H200 (docs/bench/step10-2026-12-01/timeline-*):
+    each kernel a bar as long as Nsight Compute timed it alone, back to back, coloured by what it
+    does, with the token's measured time marked on each row: step09 (537 kernels, call 2),
+    step10 --no-graph and step10 (171 kernels, call 3). Below, the first layer of step09 and of
+    step10 with the kernels named: 19 against 6.
+
 The four pictures of step 9's kernels take their tile sizes, warp counts and thresholds from
 ops_cuda.cu's constexpr lines (cuda_constants), so they follow the kernels when those change.
 
@@ -1667,6 +1675,129 @@ def series_speed():
     return fig
 
 
+# ---- step 10: one token's kernels ----
+
+TIMELINE_DIR = "docs/bench/step10-2026-12-01"
+TIMELINE_ROWS = [  # (tsv, md, engine, label)
+    ("timeline-call2.tsv", "timeline-call2.md", "step09", "step09"),
+    ("timeline-call3.tsv", "timeline-call3.md", "step10-no-graph", "step10 --no-graph"),
+    ("timeline-call3.tsv", "timeline-call3.md", "step10", "step10 (one graph)"),
+]
+TIMELINE_KINDS = [  # (label, colour, kernel names)
+    ("matrix-vector products", BLUE, ("matvec_kernel",)),
+    ("fused products (norm, bias, RoPE, SwiGLU inside)", LIGHT_BLUE,
+     ("qkv_rope_cache_kernel", "gate_up_swiglu_kernel")),
+    ("attention (split, merge)", ORANGE, ("split_attention_kernel", "merge_chunks_kernel")),
+    ("LM head and argmax", GREEN, ("lm_head_argmax_kernel", "pick_next_token_kernel",
+                                   "argmax_blocks_kernel", "argmax_final_kernel")),
+    ("rmsnorm, bias, RoPE, SwiGLU, residual adds, embedding", PURPLE,
+     ("rmsnorm_kernel", "add_bias_kernel", "rope_kernel", "swiglu_kernel",
+      "residual_add_kernel", "embedding_kernel")),
+]
+
+
+def timeline_kernels(tsv, engine):
+    """[(kernel name, µs)] of one engine's token in a decode_timeline.py record."""
+    rows = []
+    with open(os.path.join(ROOT, TIMELINE_DIR, tsv), encoding="utf-8") as f:
+        next(f)
+        for line in f:
+            name, kernel, us = line.rstrip("\n").split("\t")[0], *line.rstrip("\n").split("\t")[2:]
+            if name == engine:
+                rows.append((kernel, float(us)))
+    return rows
+
+
+def timeline_token_us(md, engine):
+    with open(os.path.join(ROOT, TIMELINE_DIR, md), encoding="utf-8") as f:
+        for line in f:
+            found = re.match(r"- (\S+): ([\d.]+) µs a token", line)
+            if found and found[1] == engine:
+                return float(found[2])
+    raise ValueError(f"no token time of {engine} in {md}")
+
+
+def kernel_colour(name):
+    for _, colour, names in TIMELINE_KINDS:
+        if name in names:
+            return colour
+    raise ValueError(f"decode_timeline: no colour for kernel {name}")
+
+
+def decode_timeline():
+    rows = [(label, timeline_kernels(tsv, engine), timeline_token_us(md, engine))
+            for tsv, md, engine, label in TIMELINE_ROWS]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(12, 6.6),
+                                      gridspec_kw={"height_ratios": [1.1, 1.0]})
+    fig.subplots_adjust(left=0.12, right=0.985, top=0.87, bottom=0.08, hspace=0.45)
+    fig.text(0.01, 0.965, "One generated token of the Qwen2.5-1.5B-shaped model on the H200, "
+             "kernel by kernel", fontsize=12, fontweight="bold", va="center")
+    fig.text(0.01, 0.925, "Each bar is one kernel as long as Nsight Compute timed it alone; the "
+             "black mark is the token's own time in a normal run. What the marks leave after the "
+             "bars is time between kernels.", fontsize=8.5, va="center")
+    longest = max(max(sum(us for _, us in kernels), token) for _, kernels, token in rows)
+    for y, (label, kernels, token) in enumerate(reversed(rows)):
+        start = 0.0
+        for name, us in kernels:
+            top.add_patch(Rectangle((start, y - 0.32), us, 0.64, facecolor=kernel_colour(name),
+                                    edgecolor="white", linewidth=0.15))
+            start += us
+        top.plot([token, token], [y - 0.45, y + 0.45], color=INK, linewidth=2.0)
+        busy = start
+        if token > busy:
+            top.add_patch(Rectangle((busy, y - 0.32), token - busy, 0.64, facecolor="white",
+                                    edgecolor=GREY, hatch="////", linewidth=0.6))
+            note = f"{token - busy:.0f} µs between kernels"
+        else:
+            note = (f"timed alone, the kernels add up to {busy - token:.0f} µs more:\n"
+                    "in the graph each one starts while the one before drains")
+        top.text(max(busy, token) + longest * 0.01, y, f"{token:.0f} µs a token, "
+                 f"{len(kernels)} kernels; {note}", va="center", fontsize=7.5, linespacing=1.2)
+    top.set_yticks(range(len(rows)))
+    top.set_yticklabels([label for label, _, _ in reversed(rows)], fontsize=8)
+    top.set_xlim(0, longest * 1.6)
+    top.set_ylim(-0.6, len(rows) - 0.4)
+    top.set_xlabel("µs from the token's first kernel")
+    for side in ("top", "right", "left"):
+        top.spines[side].set_visible(False)
+    top.tick_params(axis="y", length=0)
+
+    # The first layer of step09 and of step10, named.
+    def first_layer(kernels, per_layer):
+        return kernels[1:1 + per_layer]  # after the embedding
+    layers = [("step09, layer 0", first_layer(rows[0][1], 19)),
+              ("step10, layer 0", first_layer(rows[2][1], 6))]
+    widest = max(sum(us for _, us in kernels) for _, kernels in layers)
+    for y, (label, kernels) in enumerate(reversed(layers)):
+        start = 0.0
+        above = y == 1  # step09's 19 names slanted above its row, step10's 6 under its row
+        for name, us in kernels:
+            bottom.add_patch(Rectangle((start, y - 0.3), us, 0.6, facecolor=kernel_colour(name),
+                                       edgecolor="white", linewidth=0.8))
+            short = name.replace("_kernel", "").replace("split_attention", "split").replace(
+                "merge_chunks", "merge").replace("residual_add", "residual add")
+            bottom.text(start + us / 2, y + 0.36 if above else y - 0.36, short,
+                        ha="left" if above else "center", va="bottom" if above else "top",
+                        fontsize=6.5, rotation=35 if above else 0, rotation_mode="anchor")
+            start += us
+        bottom.text(start + widest * 0.01, y, f"{len(kernels)} kernels, {start:.0f} µs",
+                    va="center", fontsize=7.5)
+    bottom.set_yticks(range(len(layers)))
+    bottom.set_yticklabels([label for label, _ in reversed(layers)], fontsize=8)
+    bottom.set_xlim(0, widest * 1.2)
+    bottom.set_ylim(-0.8, len(layers) + 0.5)
+    bottom.set_xlabel("µs, kernels timed alone (the first layer after the embedding)")
+    for side in ("top", "right", "left"):
+        bottom.spines[side].set_visible(False)
+    bottom.tick_params(axis="y", length=0)
+    legend = [Rectangle((0, 0), 1, 1, color=colour) for _, colour, _ in TIMELINE_KINDS]
+    legend.append(Rectangle((0, 0), 1, 1, facecolor="white", edgecolor=GREY, hatch="////"))
+    fig.legend(legend, [label for label, _, _ in TIMELINE_KINDS] + ["between kernels"],
+               loc="upper left", bbox_to_anchor=(0.12, 0.905), ncol=3, fontsize=7.5,
+               frameon=False)
+    return fig
+
+
 # ---- main ----
 
 FIGURES = {
@@ -1680,6 +1811,7 @@ FIGURES = {
     "tiled_gemm": tiled_gemm,
     "step09_kernels": step09_kernels,
     "series_speed": series_speed,
+    "decode_timeline": decode_timeline,
 }
 
 
