@@ -52,10 +52,12 @@ step09_kernels.svg (step 9)
     step08's kernels, of step 9's first version and of step 9, all from one device call, log
     scale, the one-token rows and the 512-token rows as two panels; hatched, the rows that
     graph_step09.tsv (another call) also times replayed in a CUDA graph.
-series_speed.svg (overview, steps 7 to 9)
+series_speed.svg (overview, steps 7 to 10)
     Decode tokens/s of every step and of transformers, log scale: one panel per model size on the
-    H200, merging docs/bench/h200-series.md (steps 05-08, transformers) and h200-step09.md (step08,
-    step09 and llama.cpp, on the same GPU and F16 files), and one for docs/bench/cpu-real-0.5b.md;
+    H200, merging docs/bench/h200-series.md (steps 05-08, transformers), h200-step09.md (step08,
+    step09 and llama.cpp, on the same GPU and F16 files) and step 10's record
+    (step10-2026-12-01/series-*-512-*.md: step09, step10 with and without its graph, llama.cpp),
+    and one for docs/bench/cpu-real-0.5b.md;
     each row's roofline, and llama.cpp as a line (a band for a table with several of its
     settings). Where both records hold a row of the same engine at the same size, the newer
     file's is drawn: step08 is h200-step09.md's row at every size (8 generated tokens), not
@@ -1513,7 +1515,9 @@ def step09_kernels():
 
 SPEED_SOURCES = [  # (files, panel title: {size} is the model size its headings name, {threads}
     # the largest thread count of its table). Later files win: see series_speed in the docstring.
-    (("docs/bench/h200-series.md", "docs/bench/h200-step09.md"), "H200 GPU\nQwen2.5-{size} shape"),
+    (("docs/bench/h200-series.md", "docs/bench/h200-step09.md",
+      "docs/bench/step10-2026-12-01/series-512-call3.md",
+      "docs/bench/step10-2026-12-01/series-7b-512-call5.md"), "H200 GPU\nQwen2.5-{size} shape"),
     (("docs/bench/cpu-real-0.5b.md",), "2-core CPU, {threads} threads\nreal Qwen2.5-0.5B"),
 ]
 
