@@ -119,11 +119,9 @@ int kernels_per_decode_step(const DeviceWeights& weights) {
 }
 
 static QkvWeights qkv_weights(const DeviceLayerWeights& layer) {
-    return QkvWeights{layer.attn_q.data.data(), layer.attn_k.data.data(),
-                      layer.attn_v.data.data(), layer.attn_q_bias.data(),
-                      layer.attn_k_bias.data(), layer.attn_v_bias.data(),
-                      layer.attn_q.type,         layer.attn_k.type,
-                      layer.attn_v.type};
+    return QkvWeights{layer.attn_q.data.data(), layer.attn_k.data.data(), layer.attn_v.data.data(),
+                      layer.attn_q_bias.data(), layer.attn_k_bias.data(), layer.attn_v_bias.data(),
+                      layer.attn_q.type,        layer.attn_k.type,        layer.attn_v.type};
 }
 
 void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
@@ -142,16 +140,16 @@ void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
         const DeviceLayerWeights& layer = weights.layers[l];
         // Attention sublayer: x += Wo attention(rope(Wq h + bq), cache), h = rmsnorm(x).
         qkv_rope_cache(b.q.data(), cache.keys(l), cache.values(l), b.x.data(),
-                       layer.attn_norm.data(), eps, qkv_weights(layer), d, heads,
-                       config.rope_base, slots, stream);
+                       layer.attn_norm.data(), eps, qkv_weights(layer), d, heads, config.rope_base,
+                       slots, stream);
         decode_attention(b.attn.data(), b.q.data(), cache.keys(l), cache.values(l),
                          b.attention_scratch.data(), cache.capacity, heads, slots, stream);
-        matvec_add(b.x.data(), b.attn.data(), layer.attn_output.data.data(),
-                   layer.attn_output.type, q_dim, d, stream);
+        matvec_add(b.x.data(), b.attn.data(), layer.attn_output.data.data(), layer.attn_output.type,
+                   q_dim, d, stream);
         // Feed-forward sublayer: x += Wdown swiglu(Wgate h, Wup h), h = rmsnorm(x).
         gate_up_swiglu(b.ffn.data(), b.x.data(), layer.ffn_norm.data(), eps,
-                       layer.ffn_gate.data.data(), layer.ffn_up.data.data(), layer.ffn_gate.type,
-                       d, d_ff, stream);
+                       layer.ffn_gate.data.data(), layer.ffn_up.data.data(), layer.ffn_gate.type, d,
+                       d_ff, stream);
         matvec_add(b.x.data(), b.ffn.data(), layer.ffn_down.data.data(), layer.ffn_down.type, d_ff,
                    d, stream);
     }
@@ -167,9 +165,10 @@ static void check_fused_types(const DeviceWeights& weights) {
     for (size_t l = 0; l < weights.layers.size(); l++) {
         const DeviceLayerWeights& layer = weights.layers[l];
         if (layer.ffn_up.type != layer.ffn_gate.type)
-            fail("layer %zu: ffn_gate and ffn_up are of different types on the device, which "
-                 "the fused gate/up kernel does not read",
-                 l);
+            fail(
+                "layer %zu: ffn_gate and ffn_up are of different types on the device, which "
+                "the fused gate/up kernel does not read",
+                l);
     }
 }
 
@@ -203,9 +202,12 @@ int32_t Decoder::next_token(const std::vector<int32_t>& new_ids, std::vector<flo
 
     if (!slots_known_ || host_slots_.token != id || host_slots_.position != cache_.n_filled) {
         host_slots_ = DecodeSlots{id, cache_.n_filled};
-        copy_to_device_async(buffers_.slots.data(), &host_slots_, sizeof host_slots_, stream_.get());
+        copy_to_device_async(buffers_.slots.data(), &host_slots_, sizeof host_slots_,
+                             stream_.get());
     }
-    auto launch_all = [&] { launch_decode_step(config_, weights_, cache_, buffers_, stream_.get()); };
+    auto launch_all = [&] {
+        launch_decode_step(config_, weights_, cache_, buffers_, stream_.get());
+    };
     if (use_graph_) {
         if (!graph_.captured()) graph_.capture(stream_.get(), launch_all);
         graph_.replay(stream_.get());
@@ -215,8 +217,8 @@ int32_t Decoder::next_token(const std::vector<int32_t>& new_ids, std::vector<flo
     copy_to_host_async(&host_slots_, buffers_.slots.data(), sizeof host_slots_, stream_.get());
     if (logits) {
         logits->resize(weights_.n_vocab);
-        copy_to_host_async(logits->data(), buffers_.logits.data(),
-                           logits->size() * sizeof(float), stream_.get());
+        copy_to_host_async(logits->data(), buffers_.logits.data(), logits->size() * sizeof(float),
+                           stream_.get());
     }
     stream_.synchronize();
     slots_known_ = true;
@@ -225,4 +227,3 @@ int32_t Decoder::next_token(const std::vector<int32_t>& new_ids, std::vector<flo
 }
 
 }  // namespace gpu
-

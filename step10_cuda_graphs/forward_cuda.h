@@ -102,8 +102,8 @@ private:
     DecodeBuffers buffers_;
     GpuStream stream_;
     CudaGraph graph_;
-    DecodeSlots host_slots_{};   // what the slots hold, when slots_known_
-    bool slots_known_ = false;   // false until a decode step ran, and after every prompt
+    DecodeSlots host_slots_{};  // what the slots hold, when slots_known_
+    bool slots_known_ = false;  // false until a decode step ran, and after every prompt
 };
 
 }  // namespace gpu

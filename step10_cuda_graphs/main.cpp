@@ -395,7 +395,7 @@ int main(int argc, char** argv) {
         std::unique_ptr<gpu::Decoder> gpu_decoder;
         if (device == Device::Cuda) {
             gpu_decoder = std::make_unique<gpu::Decoder>(config, device_weights, device_cache,
-                                                     options.use_graph);
+                                                         options.use_graph);
             std::fprintf(stderr, "decode: %d kernels per token, %s\n",
                          gpu::kernels_per_decode_step(device_weights),
                          options.use_graph ? "replayed as one CUDA graph"

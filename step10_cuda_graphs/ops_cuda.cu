@@ -161,6 +161,9 @@ constexpr int kPiecesToSplitRow = 1024;  // a row of this many 16-byte pieces ta
 // Step 10: the pieces a lane loads before it uses the first. An unrolled loop does not do
 // that for a row shorter than the unrolling: the GPU issues instructions in order, so each
 // iteration's multiply-adds waited for its own load before the next load was asked for.
+// Measured (docs/en/step10.md, section 6): 18% faster decoding at 0.5B, whose rows are 3.5
+// loads a lane; 11% slower at 1.5B, where the batches' registers (twice as many) halve the
+// blocks a multiprocessor holds. Choosing the batch by row length is the next change to make.
 constexpr int kLoadBatch = 8;
 
 // The dot product of one 16-byte load of weights with the floats of x it multiplies.
@@ -529,7 +532,8 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
             const int slot = warp + p * kDecodeWarps;  // the position's place in the pass
             // The scores of every head of the group, reduced together (step 10): each step of
             // the shuffle tree moves all of them, so the group's sums wait for the tree once,
-            // not once a head. Rows past the group are zeros, computed and never kept.
+            // not once a head. Rows past the group are zeros, computed and never kept. (No
+            // faster at 512 positions, measured: there a pass's loads and barriers are the cost.)
             float partial[kMaxGroup];
 #pragma unroll
             for (int g = 0; g < kMaxGroup; g++) {
@@ -934,7 +938,8 @@ __device__ void unpack_16_bytes(uint4 bytes, float (&w)[8], const __nv_bfloat16*
 
 // Sum of w[j] * x[j] * g[j] over the weights of one 16-byte load.
 template <typename Weight>
-__device__ float dot_16_bytes_normed(uint4 bytes, const float* x, const float* g, const Weight* tag) {
+__device__ float dot_16_bytes_normed(uint4 bytes, const float* x, const float* g,
+                                     const Weight* tag) {
     constexpr int kPerLoad = 16 / sizeof(Weight);
     float w[kPerLoad];
     unpack_16_bytes(bytes, w, tag);
@@ -1114,7 +1119,8 @@ void qkv_rope_cache(float* q, float* k_cache, float* v_cache, const float* x,
 // The grid is sized for the longest context: at most max_decode_chunks() chunks, and never
 // more chunks than a full cache has passes.
 static int decode_grid_chunks(int capacity, int n_kv_heads) {
-    return std::min(max_decode_chunks(n_kv_heads), (capacity + kPassPositions - 1) / kPassPositions);
+    return std::min(max_decode_chunks(n_kv_heads),
+                    (capacity + kPassPositions - 1) / kPassPositions);
 }
 
 int64_t decode_attention_scratch(int capacity, HeadShape heads) {
@@ -1177,8 +1183,8 @@ void gate_up_swiglu(float* out, const float* x, const float* norm_weight, float 
     const unsigned blocks = unsigned((d_ff + kMatvecWarps - 1) / kMatvecWarps);
     with_weight_type(w_type, "gate_up_swiglu", [&](auto tag) {
         using Weight = typename decltype(tag)::type;
-        const bool vectorized =
-            loads_align(d_model, sizeof(Weight), w_gate, x, norm_weight) && uintptr_t(w_up) % 16 == 0;
+        const bool vectorized = loads_align(d_model, sizeof(Weight), w_gate, x, norm_weight) &&
+                                uintptr_t(w_up) % 16 == 0;
         gate_up_swiglu_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
             out, x, norm_weight, eps, static_cast<const Weight*>(w_gate),
             static_cast<const Weight*>(w_up), d_model, d_ff, vectorized);
@@ -1205,10 +1211,11 @@ __global__ void lm_head_argmax_kernel(float* logits, Candidate* block_winners, c
     Candidate best{-INFINITY, n_vocab};
     // Two rows a warp at a time, as in the other fused products.
     const int64_t stride = int64_t(gridDim.x) * kMatvecWarps;
-    for (int64_t row = int64_t(blockIdx.x) * kMatvecWarps + warp; row < n_vocab; row += 2 * stride) {
+    for (int64_t row = int64_t(blockIdx.x) * kMatvecWarps + warp; row < n_vocab;
+         row += 2 * stride) {
         const int64_t other = row + stride < n_vocab ? row + stride : row;
-        const float2 sums = normed_dot_2rows(w + row * d_model, w + other * d_model, x,
-                                             norm_weight, d_model, vectorized);
+        const float2 sums = normed_dot_2rows(w + row * d_model, w + other * d_model, x, norm_weight,
+                                             d_model, vectorized);
         const float logit = sums.x * inv_rms, other_logit = sums.y * inv_rms;
         if (lane == 0) {
             logits[row] = logit;
@@ -1251,9 +1258,8 @@ void lm_head_argmax(float* logits, void* scratch, const float* x, const float* n
     });
     check_launch("lm_head_argmax_kernel");
     pick_next_token_kernel<<<1, kArgmaxThreads, 0, stream>>>(slots, winners, n_blocks, logits,
-                                                            n_vocab);
+                                                             n_vocab);
     check_launch("pick_next_token_kernel");
 }
 
 }  // namespace gpu
-

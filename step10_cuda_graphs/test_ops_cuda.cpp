@@ -357,8 +357,10 @@ TEST_CASE("qkv_rope_cache equals rmsnorm, the Q/K/V matmuls, add_bias and rope")
     if (!gpu_or_skip()) return;
     // (d_model, n_heads, n_kv_heads, head_dim, position): the tiny model, 0.5B, 1.5B and 7B
     // heads, and d_model 100, which no F16 load of 8 divides (the one-element loop).
-    const int shapes[][5] = {{256, 4, 2, 64, 0},      {896, 14, 2, 64, 37},
-                             {1536, 12, 2, 128, 4095}, {3584, 28, 4, 128, 30000},
+    const int shapes[][5] = {{256, 4, 2, 64, 0},
+                             {896, 14, 2, 64, 37},
+                             {1536, 12, 2, 128, 4095},
+                             {3584, 28, 4, 128, 30000},
                              {100, 6, 2, 32, 1000}};
     // All three of one type (one launch), and the tiny model's mix (one launch per matrix).
     const GgmlType type_sets[][3] = {{GgmlType::F32, GgmlType::F32, GgmlType::F32},
@@ -406,8 +408,8 @@ TEST_CASE("qkv_rope_cache equals rmsnorm, the Q/K/V matmuls, add_bias and rope")
             DeviceBuffer<float> k_cache = poisoned(size_t(capacity) * kv_dim);
             DeviceBuffer<float> v_cache = poisoned(size_t(capacity) * kv_dim);
             DeviceBuffer<int32_t> slots = slots_at(0, position);
-            const gpu::QkvWeights w{device_wq.data(), device_wk.data(),  device_wv.data(),
-                                    device_bq.data(), device_bk.data(),  device_bv.data(),
+            const gpu::QkvWeights w{device_wq.data(),   device_wk.data(),   device_wv.data(),
+                                    device_bq.data(),   device_bk.data(),   device_bv.data(),
                                     uint32_t(types[0]), uint32_t(types[1]), uint32_t(types[2])};
             gpu::qkv_rope_cache(out_q.data(), k_cache.data(), v_cache.data(), device_x.data(),
                                 device_norm.data(), eps, w, d, heads, base, as_slots(slots),
@@ -431,7 +433,8 @@ TEST_CASE("qkv_rope_cache equals rmsnorm, the Q/K/V matmuls, add_bias and rope")
 // decode_attention with a grid and scratch for `capacity` positions, at each position of
 // `positions` in turn (the same scratch reused, as a graph reuses it), against attention().
 // The cache rows after the query's position are NaN: reading one would show.
-static void check_decode_attention_at(int capacity, std::vector<int> positions, gpu::HeadShape heads) {
+static void check_decode_attention_at(int capacity, std::vector<int> positions,
+                                      gpu::HeadShape heads) {
     const int kv_dim = heads.n_kv_heads * heads.head_dim, q_dim = heads.n_heads * heads.head_dim;
     std::vector<float> k = random_values(size_t(capacity) * kv_dim, 30, -2.0f, 2.0f);
     std::vector<float> v = random_values(size_t(capacity) * kv_dim, 31);
@@ -567,9 +570,9 @@ TEST_CASE("lm_head_argmax equals rmsnorm, matmul and argmax, and moves the slots
             DeviceBuffer<uint8_t> scratch(size_t(gpu::lm_head_argmax_scratch()));
             DeviceBuffer<float> logits = poisoned(n_vocab);
             DeviceBuffer<int32_t> slots = slots_at(-1, 41);
-            gpu::lm_head_argmax(logits.data(), scratch.data(), device_x.data(),
-                                device_norm.data(), 1e-6f, device_w.data(), uint32_t(type), d,
-                                n_vocab, as_slots(slots), nullptr);
+            gpu::lm_head_argmax(logits.data(), scratch.data(), device_x.data(), device_norm.data(),
+                                1e-6f, device_w.data(), uint32_t(type), d, n_vocab, as_slots(slots),
+                                nullptr);
             // qkv_rope_cache's reasoning: the same fused norm and products.
             const std::vector<float> gpu_logits = logits.download();
             check_close(gpu_logits, expected, {1e-4, 1e-4});
@@ -609,8 +612,14 @@ TEST_CASE("lm_head_argmax treats NaN logits as argmax does") {
 TEST_CASE("the fused kernels refuse what they cannot read, in one line") {
     if (!gpu_code_or_skip()) return;
     DeviceBuffer<int32_t> slots;
-    const gpu::QkvWeights w{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                            uint32_t(GgmlType::F16), uint32_t(GgmlType::F16),
+    const gpu::QkvWeights w{nullptr,
+                            nullptr,
+                            nullptr,
+                            nullptr,
+                            nullptr,
+                            nullptr,
+                            uint32_t(GgmlType::F16),
+                            uint32_t(GgmlType::F16),
                             uint32_t(GgmlType::F16)};
     CHECK_THROWS_WITH_AS(gpu::qkv_rope_cache(nullptr, nullptr, nullptr, nullptr, nullptr, 1e-6f, w,
                                              64, {2, 1, 33}, 1e6f, nullptr, nullptr),

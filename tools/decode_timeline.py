@@ -69,7 +69,8 @@ def profile(engine, model, n_layers, ncu):
         kernels.append((name.replace("gpu::", ""), value * scale))
     if len(kernels) != per_token or not kernels[0][0].startswith("embedding"):
         first = kernels[0][0] if kernels else "none"
-        return f"the window holds {len(kernels)} kernels from {first}, not {per_token} from the embedding"
+        return (f"the window holds {len(kernels)} kernels from {first}, "
+                f"not {per_token} from the embedding")
     return kernels
 
 
@@ -95,8 +96,9 @@ def main():
             continue
         busy = sum(us for _, us in kernels)
         tsv += [f"{engine}\t{i}\t{name}\t{us:.3f}" for i, (name, us) in enumerate(kernels)]
-        lines.append(f"- {engine}: {token_us:.1f} µs a token, {len(kernels)} kernels busy {busy:.1f} µs, "
-                     f"gaps {token_us - busy:.1f} µs ({(token_us - busy) / len(kernels):.2f} µs a kernel)")
+        gaps = token_us - busy
+        lines.append(f"- {engine}: {token_us:.1f} µs a token, {len(kernels)} kernels busy "
+                     f"{busy:.1f} µs, gaps {gaps:.1f} µs ({gaps / len(kernels):.2f} µs a kernel)")
         print(lines[-1], flush=True)
     (out / "timeline.tsv").write_text("\n".join(tsv) + "\n")
     (out / "timeline.md").write_text("\n".join(lines) + "\n")
