@@ -594,7 +594,9 @@ def main():
     counts = [args.new_tokens, args.step05_new_tokens, args.step06_new_tokens, *args.new_tokens_of.values()]
     if min(counts) < 2:
         ap.error("every -n must be at least 2: the first token comes from the prompt's pass")
-    default_engines = STEPS + NO_GRAPH + ["transformers"] + (["llama.cpp"] if args.llama_bench else [])
+    # --no-graph changes nothing on the CPU: those rows only on the GPU.
+    no_graph = NO_GRAPH if args.device == "cuda" else []
+    default_engines = STEPS + no_graph + ["transformers"] + (["llama.cpp"] if args.llama_bench else [])
     args.engines = args.engines.split(",") if args.engines else default_engines
     unknown = [e for e in args.engines if e not in ENGINES]
     if unknown or ("llama.cpp" in args.engines and not args.llama_bench):
