@@ -29,18 +29,24 @@ static void linear(float* y, const float* x, const DeviceMatrix& w, int n_tokens
     matmul(y, x, w.data.data(), w.type, n_tokens, w.cols, w.rows);
 }
 
-void forward(const ModelConfig& config, const DeviceWeights& weights,
-             const std::vector<int32_t>& ids, DeviceKVCache& cache, DeviceRunState& state,
-             LogitRows rows) {
-    // The CPU's checks, word for word: an id outside the table would read past its end, and
-    // positions past the cache's capacity would be written past its end.
+// The CPU's checks, word for word: an id outside the table would read past its end, and
+// positions past the cache's capacity would be written past its end. (The Decoder's one-token
+// steps make them too.)
+static void check_new_tokens(const std::vector<int32_t>& ids, const DeviceKVCache& cache,
+                             int n_vocab) {
     if (ids.empty()) fail("cannot run the model on an empty sequence");
     if (ids.size() > size_t(cache.capacity - cache.n_filled))
         fail("the context is full: %d positions used, %zu more do not fit in %d", cache.n_filled,
              ids.size(), cache.capacity);
     for (int32_t id : ids)
-        if (id < 0 || id >= weights.n_vocab)
-            fail("token id %d is outside the vocabulary (0..%d)", id, weights.n_vocab - 1);
+        if (id < 0 || id >= n_vocab)
+            fail("token id %d is outside the vocabulary (0..%d)", id, n_vocab - 1);
+}
+
+void forward(const ModelConfig& config, const DeviceWeights& weights,
+             const std::vector<int32_t>& ids, DeviceKVCache& cache, DeviceRunState& state,
+             LogitRows rows) {
+    check_new_tokens(ids, cache, weights.n_vocab);
 
     const int n = int(ids.size());
     const int d = int(config.d_model);
@@ -192,13 +198,8 @@ int32_t Decoder::next_token(const std::vector<int32_t>& new_ids, std::vector<flo
         slots_known_ = false;
         return gpu::next_token(config_, weights_, new_ids, cache_, prompt_state_, logits);
     }
-    // forward()'s checks, for the one token.
+    check_new_tokens(new_ids, cache_, weights_.n_vocab);
     const int32_t id = new_ids[0];
-    if (cache_.n_filled >= cache_.capacity)
-        fail("the context is full: %d positions used, 1 more does not fit in %d", cache_.n_filled,
-             cache_.capacity);
-    if (id < 0 || id >= weights_.n_vocab)
-        fail("token id %d is outside the vocabulary (0..%d)", id, weights_.n_vocab - 1);
 
     if (!slots_known_ || host_slots_.token != id || host_slots_.position != cache_.n_filled) {
         host_slots_ = DecodeSlots{id, cache_.n_filled};

@@ -18,24 +18,15 @@
 set -u
 cd "$(dirname "$0")/.."
 out=${1:?usage: tools/gpu_step09.sh OUT}
-mkdir -p "$out"
-make_flags=(CUDA_ARCHS="${CUDA_ARCHS:-90}" ${DOCTEST_INCLUDE:+DOCTEST_INCLUDE="$DOCTEST_INCLUDE"})
-start=$SECONDS
-summary="$out/summary.txt"
-: >"$summary"
-note() { echo "[$((SECONDS - start)) s] $*" | tee -a "$summary"; }
-
-{ date -u; nvidia-smi; compute-sanitizer --version; nvcc --version; } >"$out/info.log" 2>&1
-note "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+# shellcheck source=tools/gpu_checks.sh
+source tools/gpu_checks.sh
+gpu_start
 
 targets=(step09)
 for n in 06 07 08 09; do targets+=(build/release/test_step$n); done
 make -j"$(nproc)" "${make_flags[@]}" "${targets[@]}" >"$out/build.log" 2>&1
 note "build: rc $?"
 
-gpu_files() {  # "-sf=*test_a.cpp,*test_b.cpp" for step $1's check files that use the GPU
-    echo "-sf=$(grep -l '"test_gpu.h"' step"$1"_*/test_*.cpp | sed 's|.*/|*|' | paste -sd, -)"
-}
 for n in 06 07 08; do
     timeout 120 build/release/test_step$n "$(gpu_files $n)" -tse=real_model >"$out/test$n.log" 2>&1
     note "step$n GPU checks: rc $? | $(tail -n 1 "$out/test$n.log")"
@@ -44,19 +35,8 @@ timeout 200 build/release/test_step09 -tse=real_model >"$out/test09.log" 2>&1
 note "step09 all checks: rc $? | $(tail -n 1 "$out/test09.log")"
 grep -E "ERROR|SKIPPED" "$out/test09.log" | head -n 20 >>"$summary"
 
-for tool in memcheck racecheck synccheck; do
-    # memcheck: every GPU check file; racecheck and synccheck, which watch shared memory and
-    # barriers, the kernels' own checks (test_ops_cuda.cpp), whose shapes cover every kernel.
-    files=$(gpu_files 09) exclude='*failing CUDA call*'
-    [ "$tool" = memcheck ] || { files='-sf=*test_ops_cuda.cpp'; exclude+=',*32768*'; }
-    timeout 150 compute-sanitizer --tool $tool --print-limit 20 build/release/test_step09 \
-        "$files" -tse=real_model "-tce=$exclude" >"$out/$tool.log" 2>&1
-    note "$tool: rc $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY' "$out/$tool.log" | tail -n 1) | $(grep -E '^test_step09:' "$out/$tool.log" | tail -n 1)"
-done
-
-timeout 60 ./step09 models/tiny-qwen2.gguf -p "Once upon a time," -n 24 --check --temp 0 \
-    >"$out/check-tiny.log" 2>&1
-note "step09 --check tiny: rc $? | $(grep -E '^check: [0-9]+ steps' "$out/check-tiny.log")"
+sanitize 09 150
+check_tiny 09
 
 timeout 200 tools/bench_kernels.sh >"$out/bench.log" 2>&1
 note "bench_kernels: rc $?"

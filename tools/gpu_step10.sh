@@ -15,41 +15,23 @@
 set -u
 cd "$(dirname "$0")/.."
 out=${1:?usage: tools/gpu_step10.sh OUT}
-mkdir -p "$out"
-make_flags=(CUDA_ARCHS="${CUDA_ARCHS:-90}" ${DOCTEST_INCLUDE:+DOCTEST_INCLUDE="$DOCTEST_INCLUDE"})
-start=$SECONDS
-summary="$out/summary.txt"
-: >"$summary"
-note() { echo "[$((SECONDS - start)) s] $*" | tee -a "$summary"; }
-
-{ date -u; nvidia-smi; compute-sanitizer --version; nvcc --version; command -v nsys ncu; } \
-    >"$out/info.log" 2>&1
-note "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+# shellcheck source=tools/gpu_checks.sh
+source tools/gpu_checks.sh
+gpu_start
 
 make -j"$(nproc)" "${make_flags[@]}" step09 step10 build/release/test_step09 \
     build/release/test_step10 >"$out/build.log" 2>&1
 note "build: rc $?"
 
-gpu_files() {  # "-sf=*test_a.cpp,*test_b.cpp" for step $1's check files that use the GPU
-    echo "-sf=$(grep -l '"test_gpu.h"' step"$1"_*/test_*.cpp | sed 's|.*/|*|' | paste -sd, -)"
-}
 timeout 120 build/release/test_step09 "$(gpu_files 09)" -tse=real_model >"$out/test09.log" 2>&1
 note "step09 GPU checks: rc $? | $(tail -n 1 "$out/test09.log")"
 timeout 240 build/release/test_step10 -tse=real_model >"$out/test10.log" 2>&1
 note "step10 all checks: rc $? | $(tail -n 1 "$out/test10.log")"
 grep -E "ERROR|SKIPPED|FAILED" "$out/test10.log" | head -n 20 >>"$summary"
 
-for tool in memcheck racecheck synccheck; do
-    files=$(gpu_files 10) exclude='*failing CUDA call*'
-    [ "$tool" = memcheck ] || { files='-sf=*test_ops_cuda.cpp'; exclude+=',*32768*'; }
-    timeout 170 compute-sanitizer --tool $tool --print-limit 20 build/release/test_step10 \
-        "$files" -tse=real_model "-tce=$exclude" >"$out/$tool.log" 2>&1
-    note "$tool: rc $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY' "$out/$tool.log" | tail -n 1) | $(grep -E '^test_step10:' "$out/$tool.log" | tail -n 1)"
-done
-
+sanitize 10 170
+check_tiny 10
 tiny=models/tiny-qwen2.gguf
-timeout 60 ./step10 $tiny -p "Once upon a time," -n 24 --check --temp 0 >"$out/check-tiny.log" 2>&1
-note "step10 --check tiny: rc $? | $(grep -E '^check: [0-9]+ steps' "$out/check-tiny.log")"
 for run in "step10" "step10 --no-graph" "step09"; do
     # shellcheck disable=SC2086
     timeout 60 ./$run $tiny -p "Once upon a time," -n 400 -c 420 --temp 0 --ids \
