@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The speed record of step11 (docs/bench/h200-step11.md), one device call per run of it: step10
+# (which turns every matrix into F16 at load), step11 (which keeps the file's blocks) and
+# llama.cpp's llama-bench on the same random-weight files laid out as Qwen's published Q4_K_M
+# files, after a 512-token prompt (tools/bench_prompt.txt), -c 8192.
+#
+#   tools/gpu_step11_record.sh OUT LLAMA_BENCH SIZE...      e.g. ... out /tmp/llama-bench 0.5b 1.5b 7b
+#
+# The models are written in the order given, in the background, while the steps build; each
+# size is benchmarked as soon as its file is there. Needs what tools/gpu_series.sh needs.
+set -u
+cd "$(dirname "$0")/.."
+out=${1:?usage: tools/gpu_step11_record.sh OUT LLAMA_BENCH SIZE...}
+llama_bench=${2:?the llama-bench binary}
+shift 2
+mkdir -p "$out" models
+start=$SECONDS
+stamp() { echo "[$((SECONDS - start)) s] $*"; }
+vocab=${QWEN_TOKENIZER_DIR:-../shared/qwen-tokenizer}/qwen-bpe-vocab.gguf
+model_file() { echo "models/qwen2.5-$1-random-published-q4_k_m.gguf"; }
+(for size in "$@"; do
+    [ -f "$(model_file "$size")" ] ||
+        python3 tools/make_tiny_model.py --preset "$size" --types q4_k_m --as-published \
+            --vocab "$vocab" -o "$(model_file "$size")" >>"$out/make-$size.log" 2>&1
+    touch "$out/written-$size"
+done) &
+make -s -j"$(nproc)" CUDA_ARCHS="${CUDA_ARCHS:-90}" step04 step10 step11 >"$out/build.log" 2>&1 ||
+    { tail -n 20 "$out/build.log"; exit 1; }
+stamp built
+for size in "$@"; do
+    while [ ! -f "$out/written-$size" ]; do sleep 1; done
+    stamp "wrote $size"
+    python3 tools/bench_series.py --model "$(model_file "$size")" --append \
+        --output "$out/series-512.md" --engines step10,step11,llama.cpp \
+        --llama-bench "$llama_bench" --timeout 150 -c 8192 >"$out/bench-$size.log" 2>&1
+    stamp "benchmarked $size"
+    grep -E '^\| (step|llama)' "$out/series-512.md" | tail -n 3 | cut -d'|' -f2,4,6,9
+done
