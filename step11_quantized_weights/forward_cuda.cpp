@@ -3,7 +3,10 @@
 // ops_cuda.cu and cuda_graph.cu.
 #include "forward_cuda.h"
 
+#include <algorithm>
+
 #include "error.h"
+#include "ggml_types.h"
 #include "ops_cuda.h"
 
 namespace gpu {
@@ -114,12 +117,19 @@ int32_t next_token(const ModelConfig& config, const DeviceWeights& weights,
 
 // ---- Step 10 ----
 
+static bool is_block_type(uint32_t type) { return ggml_type_info(type).block_size > 1; }
+
 int kernels_per_decode_step(const DeviceWeights& weights) {
-    int n = 1 + 2;  // the embedding; the LM head and the pick of the next token
+    int n = 1 + 2 + is_block_type(lm_head(weights).type);  // embedding; LM head, next token
     for (const DeviceLayerWeights& layer : weights.layers) {
         const bool qk_one_type = layer.attn_k.type == layer.attn_q.type;
         const bool one_type = qk_one_type && layer.attn_v.type == layer.attn_q.type;
         n += (one_type ? 1 : qk_one_type ? 2 : 3) + 5;  // QKV; attention's 2, Wo, gate/up, down
+        // Step 11: quantize_q8 before each product of a block matrix.
+        const bool qkv_blocks = is_block_type(layer.attn_q.type) ||
+                                is_block_type(layer.attn_k.type) || is_block_type(layer.attn_v.type);
+        n += qkv_blocks + is_block_type(layer.attn_output.type) +
+             is_block_type(layer.ffn_gate.type) + is_block_type(layer.ffn_down.type);
     }
     return n;
 }
@@ -147,26 +157,27 @@ void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
         // Attention sublayer: x += Wo attention(rope(Wq h + bq), cache), h = rmsnorm(x).
         qkv_rope_cache(b.q.data(), cache.keys(l), cache.values(l), b.x.data(),
                        layer.attn_norm.data(), eps, qkv_weights(layer), d, heads, config.rope_base,
-                       slots, stream);
+                       slots, b.activation_q8.data(), stream);
         decode_attention(b.attn.data(), b.q.data(), cache.keys(l), cache.values(l),
                          b.attention_scratch.data(), cache.capacity, heads, slots, stream);
         matvec_add(b.x.data(), b.attn.data(), layer.attn_output.data.data(), layer.attn_output.type,
-                   q_dim, d, stream);
+                   q_dim, d, b.activation_q8.data(), stream);
         // Feed-forward sublayer: x += Wdown swiglu(Wgate h, Wup h), h = rmsnorm(x).
         gate_up_swiglu(b.ffn.data(), b.x.data(), layer.ffn_norm.data(), eps,
                        layer.ffn_gate.data.data(), layer.ffn_up.data.data(), layer.ffn_gate.type, d,
-                       d_ff, stream);
+                       d_ff, b.activation_q8.data(), stream);
         matvec_add(b.x.data(), b.ffn.data(), layer.ffn_down.data.data(), layer.ffn_down.type, d_ff,
-                   d, stream);
+                   d, b.activation_q8.data(), stream);
     }
     const DeviceMatrix& head = lm_head(weights);
     lm_head_argmax(b.logits.data(), b.argmax_scratch.data(), b.x.data(), weights.output_norm.data(),
-                   eps, head.data.data(), head.type, d, weights.n_vocab, slots, stream);
+                   eps, head.data.data(), head.type, d, weights.n_vocab, slots,
+                   b.activation_q8.data(), stream);
 }
 
 // gate_up_swiglu reads a row of each matrix in one loop, so they must share a type. (The
-// upload gives every matrix F16 but BF16 ones: only a file that mixes BF16 with other types
-// in these two fails here.)
+// upload gives the two one type, F16, when the file's differ: only a file that mixes BF16
+// with other types in these two fails here.)
 static void check_fused_types(const DeviceWeights& weights) {
     for (size_t l = 0; l < weights.layers.size(); l++) {
         const DeviceLayerWeights& layer = weights.layers[l];
@@ -191,6 +202,9 @@ Decoder::Decoder(const ModelConfig& config, const DeviceWeights& weights, Device
     buffers_.logits.resize(weights.n_vocab);
     buffers_.attention_scratch.resize(decode_attention_scratch(cache.capacity, heads));
     buffers_.argmax_scratch.resize(lm_head_argmax_scratch());
+    const int widest_input = std::max({int(config.d_model), heads.n_heads * heads.head_dim,
+                                       int(config.d_ff)});
+    buffers_.activation_q8.resize((widest_input + kQ8BlockSize - 1) / kQ8BlockSize);
 }
 
 int32_t Decoder::next_token(const std::vector<int32_t>& new_ids, std::vector<float>* logits) {

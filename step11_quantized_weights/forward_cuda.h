@@ -18,6 +18,7 @@
 #include "forward_cpu.h"
 #include "model_config.h"
 #include "ops_cuda.h"
+#include "quant_dot.h"
 
 // Every activation of one forward pass, in device memory, sized for the longest sequence run
 // so far (DeviceBuffer only grows).
@@ -65,10 +66,12 @@ struct DecodeBuffers {
     DeviceBuffer<float> logits;             // (n_vocab)
     DeviceBuffer<float> attention_scratch;  // the chunks' partial results, for a full cache
     DeviceBuffer<uint8_t> argmax_scratch;   // the LM head blocks' winners
+    DeviceBuffer<BlockQ8> activation_q8;    // (widest input / 32) a block matrix's input (step 11)
 };
 
 // Kernels in one decode step: the embedding, 6 a layer (7 where V's type on the device is not
-// Q's and K's, 8 where all three differ), the LM head and the final argmax.
+// Q's and K's, 8 where all three differ), the LM head and the final argmax, and (step 11) a
+// quantize_q8 before each product of a block matrix: up to 4 a layer and 1 for the LM head.
 int kernels_per_decode_step(const DeviceWeights& weights);
 
 // Launches one decode step on `stream`: it runs the token in the slots at their position,

@@ -343,8 +343,10 @@ static void run_perplexity(const std::string& path, int context_limit, const Tok
     if (on_terminal) std::fprintf(stderr, "\n");
     const double ms = timer.elapsed_ms();
     std::printf("%s\n", format_perplexity(result).c_str());
-    std::fprintf(stderr, "prompt: %zu tokens in %.1f ms (%.1f tokens/s)\n", ids.size(), ms,
-                 ids.size() * 1000.0 / ms);
+    // The last token is only predicted: n - 1 positions run.
+    const size_t n_run = ids.size() - 1;
+    std::fprintf(stderr, "prompt: %zu tokens in %.1f ms (%.1f tokens/s)\n", n_run, ms,
+                 n_run * 1000.0 / ms);
 }
 
 static std::string cpu_threads() {
@@ -427,8 +429,8 @@ int main(int argc, char** argv) {
                 std::string names;
                 for (const std::string& name : converted) names += (names.empty() ? "" : ", ") + name;
                 std::fprintf(stderr,
-                             "notice: the GPU reads no %s blocks: those matrices (or their "
-                             "gate/up partner) were converted to F16\n",
+                             "notice: matrices of %s converted to F16 on the GPU: no kernel "
+                             "reads their blocks, or a gate/up pair had two types\n",
                              names.c_str());
             }
         }

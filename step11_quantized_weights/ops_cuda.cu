@@ -274,11 +274,21 @@ __device__ float dot_piece(const Piece& piece, int p, const float* x, const Weig
     return sum;
 }
 
+// Step 11: piece p of a block row times the 8-bit activations beneath it (quant_blocks_cuda.cuh).
+// The plain types never take this path; their overload exists so that the kernels compile.
+template <typename Weight, typename Piece>
+__device__ float dot_piece_q8(const Piece& piece, int p, const BlockQ8* x, const Weight*) {
+    if constexpr (kBlockWeights<Weight> > 1) return dot_q8(piece, p, activation_piece(x, p));
+    else return 0.0f;
+}
+
 // warps_per_row is 1 (4 rows a block) or kMatvecWarps (1 row a block). With `accumulate` the
 // result is added to out (step 10's residual add, fused into the product).
+// Step 11: with x_q8 (block types only) the row is multiplied with x's 8-bit blocks, not x.
 template <typename Weight>
 __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int in_dim, int out_dim,
-                              int warps_per_row, bool vectorized, bool accumulate) {
+                              int warps_per_row, bool vectorized, bool accumulate,
+                              const BlockQ8* x_q8) {
     // BEGIN SOLUTION step09 matvec_kernel
     __shared__ float partial_sums[kMatvecWarps];
     constexpr int kPerLoad = kPieceWeights<Weight>, kBatch = kLoadBatchOf<Weight>;
@@ -302,7 +312,9 @@ __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int i
 #pragma unroll
                 for (int j = 0; j < kBatch; j++) {
                     const int p = first + j * stride;
-                    if (p < n_pieces) sum += dot_piece(batch[j], p, x + p * kPerLoad, w_row);
+                    if (p >= n_pieces) continue;
+                    sum += x_q8 ? dot_piece_q8(batch[j], p, x_q8, w_row)
+                                : dot_piece(batch[j], p, x + p * kPerLoad, w_row);
                 }
             }
         } else {
@@ -429,7 +441,8 @@ __global__ void tiled_gemm_kernel(float* out, const float* x, const Weight* w, i
 
 template <typename Weight>
 static void launch_matmul(float* out, const float* x, const Weight* w, int n_tokens, int in_dim,
-                          int out_dim, bool accumulate = false, Stream stream = nullptr) {
+                          int out_dim, bool accumulate = false, Stream stream = nullptr,
+                          const BlockQ8* x_q8 = nullptr) {
     if (n_tokens == 1) {
         const bool vectorized = pieces_fit<Weight>(in_dim, w, x);
         const int warps_per_row =
@@ -437,7 +450,7 @@ static void launch_matmul(float* out, const float* x, const Weight* w, int n_tok
         const int rows_per_block = kMatvecWarps / warps_per_row;
         const unsigned blocks = unsigned((int64_t(out_dim) + rows_per_block - 1) / rows_per_block);
         matvec_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
-            out, x, w, in_dim, out_dim, warps_per_row, vectorized, accumulate);
+            out, x, w, in_dim, out_dim, warps_per_row, vectorized || x_q8, accumulate, x_q8);
         check_launch("matvec_kernel");
     } else {
         const dim3 grid((out_dim + kTileOutputs - 1) / kTileOutputs,
@@ -1008,9 +1021,11 @@ __device__ float dot_piece_normed(const Piece& piece, int p, const float* x, con
 
 // The warp's dot products of two rows of W with x * g, in every lane: the rows' loads are
 // interleaved, so each lane has both rows' pieces in flight at once.
+// Step 11: for a block type, x_q8 holds rmsnorm(x) already rounded to 8-bit blocks (the
+// CPU's, quantize_q8 below), and the rows are multiplied with it: the sums need no 1 / rms.
 template <typename Weight>
 __device__ float2 normed_dot_2rows(const Weight* row_a, const Weight* row_b, const float* x,
-                                   const float* g, int dim, bool vectorized) {
+                                   const float* g, int dim, bool vectorized, const BlockQ8* x_q8) {
     constexpr int kPerLoad = kPieceWeights<Weight>, kBatch = kLoadBatchOf<Weight>;
     const int lane = threadIdx.x % kWarpSize;
     float sum_a = 0.0f, sum_b = 0.0f;
@@ -1028,8 +1043,13 @@ __device__ float2 normed_dot_2rows(const Weight* row_a, const Weight* row_b, con
             for (int j = 0; j < kBatch; j++) {
                 const int p = first + j * kWarpSize;
                 if (p >= n_pieces) continue;
-                sum_a += dot_piece_normed(batch_a[j], p, x + p * kPerLoad, g + p * kPerLoad, row_a);
-                sum_b += dot_piece_normed(batch_b[j], p, x + p * kPerLoad, g + p * kPerLoad, row_b);
+                if constexpr (kBlockWeights<Weight> > 1) {
+                    sum_a += dot_piece_q8(batch_a[j], p, x_q8, row_a);
+                    sum_b += dot_piece_q8(batch_b[j], p, x_q8, row_b);
+                } else {
+                    sum_a += dot_piece_normed(batch_a[j], p, x + p * kPerLoad, g + p * kPerLoad, row_a);
+                    sum_b += dot_piece_normed(batch_b[j], p, x + p * kPerLoad, g + p * kPerLoad, row_b);
+                }
             }
         }
     } else {
@@ -1042,7 +1062,8 @@ __device__ float2 normed_dot_2rows(const Weight* row_a, const Weight* row_b, con
     return make_float2(warp_sum(sum_a), warp_sum(sum_b));
 }
 
-// 1 / rms(x) for the block, in every thread; every thread of the block must call it.
+// 1 / rms(x) for the block, in every thread; every thread of the block must call it. A block
+// type's products are taken with the normalized x (x_q8), and need no scale: 1.
 __device__ float block_inv_rms(const float* x, int dim, float eps) {
     __shared__ float warp_sums[kMatvecWarps];
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
@@ -1054,6 +1075,61 @@ __device__ float block_inv_rms(const float* x, int dim, float eps) {
     sum = 0.0f;
     for (int w = 0; w < kMatvecWarps; w++) sum += warp_sums[w];
     return 1.0f / sqrtf(sum / dim + eps);
+}
+
+// ---- Step 11: quantize_q8, the activations of a block matrix's product as 8-bit blocks ----
+//
+// The CPU's quantize_row_q8 (quant_dot.cpp), with the CPU's rmsnorm first when there is a norm:
+// the sum of squares in double, h = x * (1 / rms) * g in float, then per block of 32 d = max |h|
+// / 127 and q = h / d rounded to nearest even. Each block recomputes the sum of squares (a few
+// KB from L2) so that the blocks need not wait for one another; a warp quantizes a block of 32,
+// lane i value i, the maximum and the sum two shuffle trees. The bits match the CPU's, so the
+// integer sums of the two devices' dot products are the same numbers.
+
+constexpr int kQuantizeWarps = 8;
+
+__global__ void quantize_q8_kernel(BlockQ8* out, const float* x, const float* norm_weight,
+                                   float eps, int n) {
+    __shared__ double warp_sums[kQuantizeWarps];
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    float inv_rms = 1.0f;
+    if (norm_weight) {  // every thread of the block takes this branch, or none
+        double sum = 0.0;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) sum += double(x[i]) * x[i];
+        for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+            sum += __shfl_xor_sync(kFullWarp, sum, offset);
+        if (lane == 0) warp_sums[warp] = sum;
+        __syncthreads();
+        sum = 0.0;
+        for (int w = 0; w < kQuantizeWarps; w++) sum += warp_sums[w];
+        inv_rms = float(1.0 / sqrt(sum / n + eps));
+    }
+    const int b = blockIdx.x * kQuantizeWarps + warp;
+    if (b >= n / kQ8BlockSize) return;
+    const int i = b * kQ8BlockSize + lane;
+    const float h = norm_weight ? x[i] * inv_rms * norm_weight[i] : x[i];
+    const bool finite = __all_sync(kFullWarp, isfinite(h));
+    const float d = finite ? warp_max(fabsf(h)) / 127.0f : NAN;
+    const float q = finite && d != 0.0f ? fminf(fmaxf(rintf(h / d), -127.0f), 127.0f) : 0.0f;
+    out[b].q[lane] = int8_t(q);
+    int sum = int(q);
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+        sum += __shfl_xor_sync(kFullWarp, sum, offset);
+    if (lane == 0) out[b].d = d, out[b].sum = sum;
+}
+
+void quantize_q8(BlockQ8* out, const float* x, const float* norm_weight, float eps, int n,
+                 Stream stream) {
+    if (n % kQ8BlockSize != 0) fail("gpu::quantize_q8 of %d values: not whole blocks of 32", n);
+    const int n_blocks = n / kQ8BlockSize;
+    if (n_blocks == 0) return;
+    quantize_q8_kernel<<<(n_blocks + kQuantizeWarps - 1) / kQuantizeWarps,
+                         kQuantizeWarps * kWarpSize, 0, stream>>>(out, x, norm_weight, eps, n);
+    check_launch("quantize_q8_kernel");
+}
+
+static bool is_block_type(uint32_t type) {
+    return ggml_type_info(type).block_size > 1;
 }
 
 // ---- qkv_rope_cache: rmsnorm, Q/K/V products, biases, RoPE and the cache write ----
@@ -1070,7 +1146,8 @@ __global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, 
                                       const Weight* wk, const Weight* wv, const float* q_bias,
                                       const float* k_bias, const float* v_bias, int d_model,
                                       HeadShape heads, float rope_base, const DecodeSlots* slots,
-                                      int first_pair, int end_pair, bool vectorized) {
+                                      int first_pair, int end_pair, bool vectorized,
+                                      const BlockQ8* x_q8) {
     // BEGIN SOLUTION step10 qkv_rope_cache_kernel
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int head_dim = heads.head_dim, half = head_dim / 2;
@@ -1097,8 +1174,9 @@ __global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, 
     float2 sums = make_float2(0.0f, 0.0f);
     if (active)
         sums = normed_dot_2rows(row_start(w, row_a, d_model), row_start(w, row_b, d_model), x,
-                                norm_weight, d_model, vectorized);
-    const float inv_rms = block_inv_rms(x, d_model, eps);  // every warp, active or not
+                                norm_weight, d_model, vectorized, x_q8);
+    // every warp, active or not
+    const float inv_rms = kBlockWeights<Weight> > 1 ? 1.0f : block_inv_rms(x, d_model, eps);
     if (!active || lane != 0) return;
     float a = sums.x * inv_rms + bias[row_a], b = sums.y * inv_rms + bias[row_b];
     if (rotate) {  // the angle as rope_kernel computes it, in double
@@ -1115,9 +1193,12 @@ __global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, 
 
 void qkv_rope_cache(float* q, float* k_cache, float* v_cache, const float* x,
                     const float* norm_weight, float eps, const QkvWeights& w, int d_model,
-                    HeadShape heads, float rope_base, const DecodeSlots* slots, Stream stream) {
+                    HeadShape heads, float rope_base, const DecodeSlots* slots, BlockQ8* x_q8,
+                    Stream stream) {
     if (heads.head_dim % 2 != 0)
         fail("gpu::qkv_rope_cache needs an even head_dim, not %d", heads.head_dim);
+    if (is_block_type(w.q_type) || is_block_type(w.k_type) || is_block_type(w.v_type))
+        quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
     const int q_pairs = heads.n_heads * heads.head_dim / 2;
     const int kv_pairs = heads.n_kv_heads * heads.head_dim / 2;
     // Pairs [first, end) of the matrix of type `type` (or of all three).
@@ -1131,7 +1212,7 @@ void qkv_rope_cache(float* q, float* k_cache, float* v_cache, const float* x,
             qkv_rope_cache_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
                 q, k_cache, v_cache, x, norm_weight, eps, static_cast<const Weight*>(w.q),
                 static_cast<const Weight*>(w.k), static_cast<const Weight*>(w.v), w.q_bias,
-                w.k_bias, w.v_bias, d_model, heads, rope_base, slots, first, end, vectorized);
+                w.k_bias, w.v_bias, d_model, heads, rope_base, slots, first, end, vectorized, x_q8);
         });
         check_launch("qkv_rope_cache_kernel");
     };
@@ -1181,11 +1262,14 @@ void decode_attention(float* out, const float* q, const float* k_cache, const fl
 // ---- matvec_add: x += W in, step 9's matvec with the residual add in its epilogue ----
 
 void matvec_add(float* x, const float* in, const void* w, uint32_t w_type, int in_dim, int out_dim,
-                Stream stream) {
+                BlockQ8* in_q8, Stream stream) {
     if (out_dim == 0) return;
+    const bool blocks = is_block_type(w_type);
     with_weight_type(w_type, "matvec_add", [&](auto tag) {
         using Weight = typename decltype(tag)::type;
-        launch_matmul(x, in, static_cast<const Weight*>(w), 1, in_dim, out_dim, true, stream);
+        if (blocks) quantize_q8(in_q8, in, nullptr, 0.0f, in_dim, stream);
+        launch_matmul(x, in, static_cast<const Weight*>(w), 1, in_dim, out_dim, true, stream,
+                      blocks ? in_q8 : nullptr);
     });
 }
 
@@ -1194,15 +1278,15 @@ void matvec_add(float* x, const float* in, const void* w, uint32_t w_type, int i
 template <typename Weight>
 __global__ void gate_up_swiglu_kernel(float* out, const float* x, const float* norm_weight,
                                       float eps, const Weight* w_gate, const Weight* w_up,
-                                      int d_model, int d_ff, bool vectorized) {
+                                      int d_model, int d_ff, bool vectorized, const BlockQ8* x_q8) {
     // BEGIN SOLUTION step10 gate_up_swiglu_kernel
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int64_t row = int64_t(blockIdx.x) * kMatvecWarps + warp;
     float2 sums = make_float2(0.0f, 0.0f);
     if (row < d_ff)
         sums = normed_dot_2rows(row_start(w_gate, row, d_model), row_start(w_up, row, d_model), x,
-                                norm_weight, d_model, vectorized);
-    const float inv_rms = block_inv_rms(x, d_model, eps);
+                                norm_weight, d_model, vectorized, x_q8);
+    const float inv_rms = kBlockWeights<Weight> > 1 ? 1.0f : block_inv_rms(x, d_model, eps);
     if (row >= d_ff || lane != 0) return;
     const float gate = sums.x * inv_rms, up = sums.y * inv_rms;
     out[row] = gate / (1.0f + expf(-gate)) * up;  // swiglu_kernel's formula
@@ -1211,16 +1295,17 @@ __global__ void gate_up_swiglu_kernel(float* out, const float* x, const float* n
 
 void gate_up_swiglu(float* out, const float* x, const float* norm_weight, float eps,
                     const void* w_gate, const void* w_up, uint32_t w_type, int d_model, int d_ff,
-                    Stream stream) {
+                    BlockQ8* x_q8, Stream stream) {
     if (d_ff == 0) return;
     const unsigned blocks = unsigned((d_ff + kMatvecWarps - 1) / kMatvecWarps);
     with_weight_type(w_type, "gate_up_swiglu", [&](auto tag) {
         using Weight = typename decltype(tag)::type;
         const bool vectorized = pieces_fit<Weight>(d_model, w_gate, x, norm_weight) &&
                                 pieces_fit<Weight>(d_model, w_up, x, norm_weight);
+        if (kBlockWeights<Weight> > 1) quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
         gate_up_swiglu_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
             out, x, norm_weight, eps, static_cast<const Weight*>(w_gate),
-            static_cast<const Weight*>(w_up), d_model, d_ff, vectorized);
+            static_cast<const Weight*>(w_up), d_model, d_ff, vectorized, x_q8);
     });
     check_launch("gate_up_swiglu_kernel");
 }
@@ -1237,10 +1322,11 @@ constexpr int kLmHeadBlocks = 1024;
 template <typename Weight>
 __global__ void lm_head_argmax_kernel(float* logits, Candidate* block_winners, const float* x,
                                       const float* norm_weight, float eps, const Weight* w,
-                                      int d_model, int n_vocab, bool vectorized) {
+                                      int d_model, int n_vocab, bool vectorized,
+                                      const BlockQ8* x_q8) {
     __shared__ Candidate warp_winners[kMatvecWarps];
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-    const float inv_rms = block_inv_rms(x, d_model, eps);
+    const float inv_rms = kBlockWeights<Weight> > 1 ? 1.0f : block_inv_rms(x, d_model, eps);
     Candidate best{-INFINITY, n_vocab};
     // Two rows a warp at a time, as in the other fused products.
     const int64_t stride = int64_t(gridDim.x) * kMatvecWarps;
@@ -1248,7 +1334,7 @@ __global__ void lm_head_argmax_kernel(float* logits, Candidate* block_winners, c
          row += 2 * stride) {
         const int64_t other = row + stride < n_vocab ? row + stride : row;
         const float2 sums = normed_dot_2rows(row_start(w, row, d_model), row_start(w, other, d_model),
-                                             x, norm_weight, d_model, vectorized);
+                                             x, norm_weight, d_model, vectorized, x_q8);
         const float logit = sums.x * inv_rms, other_logit = sums.y * inv_rms;
         if (lane == 0) {
             logits[row] = logit;
@@ -1277,7 +1363,7 @@ int64_t lm_head_argmax_scratch() { return int64_t(kLmHeadBlocks) * sizeof(Candid
 
 void lm_head_argmax(float* logits, void* scratch, const float* x, const float* norm_weight,
                     float eps, const void* w, uint32_t w_type, int d_model, int n_vocab,
-                    DecodeSlots* slots, Stream stream) {
+                    DecodeSlots* slots, BlockQ8* x_q8, Stream stream) {
     if (n_vocab <= 0) fail("gpu::lm_head_argmax of %d logits", n_vocab);
     // Every block gets at least one row, so every winner is a real row.
     const int n_blocks = std::min(kLmHeadBlocks, (n_vocab + kMatvecWarps - 1) / kMatvecWarps);
@@ -1285,9 +1371,10 @@ void lm_head_argmax(float* logits, void* scratch, const float* x, const float* n
     with_weight_type(w_type, "lm_head_argmax", [&](auto tag) {
         using Weight = typename decltype(tag)::type;
         const bool vectorized = pieces_fit<Weight>(d_model, w, x, norm_weight);
+        if (kBlockWeights<Weight> > 1) quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
         lm_head_argmax_kernel<<<n_blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
             logits, winners, x, norm_weight, eps, static_cast<const Weight*>(w), d_model, n_vocab,
-            vectorized);
+            vectorized, x_q8);
     });
     check_launch("lm_head_argmax_kernel");
     pick_next_token_kernel<<<1, kArgmaxThreads, 0, stream>>>(slots, winners, n_blocks, logits,

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 struct CUstream_st;  // a cudaStream_t points to one (cuda_graph.h); nullptr is the default stream
+struct BlockQ8;      // 32 activations as int8 and a scale (quant_dot.h)
 
 namespace gpu {
 
@@ -86,14 +87,29 @@ struct HeadShape {
     int head_dim;
 };
 
+// ---- Step 11: block matrices are multiplied with 8-bit activations ----
+//
+// For a matrix of Q8_0, Q5_0, Q4_K or Q6_K blocks the kernels below take their input as the
+// CPU's 8-bit blocks (BlockQ8, quant_dot.h), which quantize_q8 writes into `*_q8` first (one
+// kernel more), and multiply it with the blocks in integers (dp4a), as the CPU's matmul_q8
+// does; the same BlockQ8 bits, so the same integer sums. An F32, F16 or BF16 matrix's product
+// stays in floats, and the scratch is not touched.
+
+// out = the BlockQ8 blocks of x (n values, a multiple of 32), or of rmsnorm(x) * norm_weight
+// as the CPU's rmsnorm computes it when norm_weight is not null.
+void quantize_q8(BlockQ8* out, const float* x, const float* norm_weight, float eps, int n,
+                 Stream stream);
+
 // rmsnorm, the Q, K and V products, their biases and RoPE in one kernel: q = rope(Wq h + bq),
 // and the key rope(Wk h + bk) and value Wv h + bv written into row slots->position of this
 // layer's cache (k_cache, v_cache: (capacity, n_kv_heads * head_dim)), with h = rmsnorm(x).
 // A warp computes the two rows that RoPE turns together, (i, i + head_dim / 2) of one head.
-// One launch when the three matrices share a type, two when only V's differs, else three.
+// One launch when the three matrices share a type, two when only V's differs, else three;
+// x_q8 (d_model / 32 blocks) receives h's 8-bit blocks when one of them is a block type.
 void qkv_rope_cache(float* q, float* k_cache, float* v_cache, const float* x,
                     const float* norm_weight, float eps, const QkvWeights& w, int d_model,
-                    HeadShape heads, float rope_base, const DecodeSlots* slots, Stream stream);
+                    HeadShape heads, float rope_base, const DecodeSlots* slots, BlockQ8* x_q8,
+                    Stream stream);
 
 // Floats of scratch decode_attention needs for a cache of `capacity` positions.
 int64_t decode_attention_scratch(int capacity, HeadShape heads);
@@ -106,15 +122,15 @@ void decode_attention(float* out, const float* q, const float* k_cache, const fl
                       Stream stream);
 
 // x += in W^T: the matrix-vector product with the residual add in its epilogue (the attention
-// output and down projections).
+// output and down projections). in_q8: in_dim / 32 blocks of scratch, for a block type.
 void matvec_add(float* x, const float* in, const void* w, uint32_t w_type, int in_dim, int out_dim,
-                Stream stream);
+                BlockQ8* in_q8, Stream stream);
 
 // out = silu(Wgate h) * (Wup h) with h = rmsnorm(x): a warp computes row i of both products,
 // so the two matrices must be of one type.
 void gate_up_swiglu(float* out, const float* x, const float* norm_weight, float eps,
                     const void* w_gate, const void* w_up, uint32_t w_type, int d_model, int d_ff,
-                    Stream stream);
+                    BlockQ8* x_q8, Stream stream);
 
 // Bytes of scratch lm_head_argmax needs.
 int64_t lm_head_argmax_scratch();
@@ -124,6 +140,6 @@ int64_t lm_head_argmax_scratch();
 // the host. Each block leaves the best of its rows in `scratch`; a last kernel picks among them.
 void lm_head_argmax(float* logits, void* scratch, const float* x, const float* norm_weight,
                     float eps, const void* w, uint32_t w_type, int d_model, int n_vocab,
-                    DecodeSlots* slots, Stream stream);
+                    DecodeSlots* slots, BlockQ8* x_q8, Stream stream);
 
 }  // namespace gpu

@@ -6,8 +6,8 @@
 // where logits[p] is the model's output at position p. A model that spread its probability
 // evenly over k tokens at every step would score k; lower is better. Unlike greedy tokens,
 // which change only when two logits swap places, it moves with every logit, so it measures
-// what an approximation (step 11's 8-bit activations) costs, and llama.cpp reports the same
-// number for its quantized files.
+// what an approximation (step 11's 8-bit activations) costs; llama.cpp judges its
+// quantizations by it too.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +37,9 @@ struct Perplexity {
 // The perplexity of `ids` (see the top of this file), running them through `run` in chunks of
 // up to chunk_tokens, so that only one chunk's logits exist at a time: 512 positions of a
 // 151,936-token vocabulary are 300 MB. The last token is predicted but never run. Each
-// log-softmax is computed in double, its largest logit subtracted first, so the result does
-// not depend on the chunk size. Fails with one line on fewer than 2 ids, an id outside
+// log-softmax is computed in double, its largest logit subtracted first, and the terms are
+// added in position order, so given the same logits the result does not depend on the chunk
+// size or the thread count. Fails with one line on fewer than 2 ids, an id outside
 // 0..n_vocab-1, chunk_tokens < 1, or logits that are not finite.
 Perplexity perplexity(const ChunkLogitsFn& run, const std::vector<int32_t>& ids, int n_vocab,
                       int chunk_tokens, const PerplexityProgressFn& progress = nullptr);

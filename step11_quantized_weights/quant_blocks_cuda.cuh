@@ -17,11 +17,20 @@
 //
 // The fields are read with loads of 2 or 4 bytes: blocks of 34, 22 and 210 bytes leave fields
 // only 2-byte aligned, and the file's layout is kept as it is.
+//
+// Decoding (ops_cuda.cu's fused kernels) multiplies a piece with 8-bit activations instead,
+// the CPU's BlockQ8 (quant_dot.h), built by the same arithmetic: dot_q8(piece, p, x) makes the
+// 8 quants into 4-byte words of small integers and adds their products with x's 8 bytes by
+// two dp4a instructions (4 products of bytes and their sum, in one instruction), then scales
+// the integer sum by the two blocks' scales. Per weight that is a quarter of an instruction
+// and one byte of x, where the float path takes two instructions and 4 bytes of x.
 #pragma once
 
 #include <cuda_fp16.h>
 
 #include <cstdint>
+
+#include "quant_dot.h"
 
 namespace gpu {
 
@@ -55,6 +64,24 @@ __device__ inline float half_bits_to_float(uint32_t bits) {
 __device__ inline uint32_t byte_of(uint2 bytes, int k) {
     return ((k < 4 ? bytes.x : bytes.y) >> (8 * (k % 4))) & 0xFF;
 }
+// The 8 activations of piece p, as two words of 4 int8, and their block's scale.
+struct ActivationPiece {
+    int2 q;
+    float d;
+};
+__device__ inline ActivationPiece activation_piece(const BlockQ8* x, int p) {
+    const BlockQ8& block = x[p / 4];
+    return ActivationPiece{*reinterpret_cast<const int2*>(block.q + 8 * (p % 4)), block.d};
+}
+// The integer dot product of 8 small non-negative integers (4 bytes in each of two words)
+// with 8 int8 activations, and the sum of those activations.
+__device__ inline int dot_8_bytes(uint32_t low, uint32_t high, int2 x) {
+    return __dp4a(int(low), x.x, __dp4a(int(high), x.y, 0));
+}
+__device__ inline int sum_8_bytes(int2 x) {
+    return __dp4a(0x01010101, x.x, __dp4a(0x01010101, x.y, 0));
+}
+
 // w[k] of an unpacked piece for a k known only at run time, without indexing the array (which
 // would move it from registers to local memory).
 __device__ inline float pick(const float (&w)[8], int k) {
@@ -78,6 +105,12 @@ __device__ inline void unpack(const PieceQ8_0& piece, int, float (&w)[8]) {
     // BEGIN SOLUTION step11 unpack_q8_0
     const float d = half_bits_to_float(piece.d);
     for (int k = 0; k < 8; k++) w[k] = d * float(int8_t(byte_of(piece.q, k)));
+    // END SOLUTION
+}
+__device__ inline float dot_q8(const PieceQ8_0& piece, int, const ActivationPiece& x) {
+    // BEGIN SOLUTION step11 dot_q8_q8_0
+    const int sum = __dp4a(int(piece.q.x), x.q.x, __dp4a(int(piece.q.y), x.q.y, 0));
+    return half_bits_to_float(piece.d) * x.d * float(sum);
     // END SOLUTION
 }
 __device__ inline float weight_at(const BlockQ8_0* row, int i) {
@@ -109,6 +142,20 @@ __device__ inline void unpack(const PieceQ5_0& piece, int p, float (&w)[8]) {
     }
     // END SOLUTION
 }
+// Fifth bits 0-3 of `bits` moved to bit 4 of bytes 0-3.
+__device__ inline uint32_t spread_4_bits(uint32_t bits) {
+    return ((bits & 1) << 4) | ((bits & 2) << 11) | ((bits & 4) << 18) | ((bits & 8) << 25);
+}
+__device__ inline float dot_q8(const PieceQ5_0& piece, int p, const ActivationPiece& x) {
+    // BEGIN SOLUTION step11 dot_q8_q5_0
+    const int shift = p % 4 >= 2 ? 4 : 0;
+    const uint32_t low = ((piece.qs.x >> shift) & 0x0F0F0F0F) | spread_4_bits(piece.qh);
+    const uint32_t high = ((piece.qs.y >> shift) & 0x0F0F0F0F) | spread_4_bits(piece.qh >> 4);
+    // sum of (q - 16) * x = sum of q * x - 16 * sum of x
+    const int sum = dot_8_bytes(low, high, x.q) - 16 * sum_8_bytes(x.q);
+    return half_bits_to_float(piece.d) * x.d * float(sum);
+    // END SOLUTION
+}
 __device__ inline float weight_at(const BlockQ5_0* row, int i) {
     const uint8_t* block = row[i / 32].bytes;
     const int k = i % 32;
@@ -136,14 +183,12 @@ __device__ inline PieceQ4_K load_piece(const BlockQ4_K* row, int p) {
     return PieceQ4_K{load_u32(block), load_u32(block + 4), load_u32(block + 8),
                      load_u32(block + 12), qs};
 }
-__device__ inline void unpack(const PieceQ4_K& piece, int p, float (&w)[8]) {
-    // BEGIN SOLUTION step11 unpack_q4_k
-    const int sub = (p % 32) / 4;  // the sub-block of 32 weights
+// The 6-bit scale and min of the piece's sub-block.
+__device__ inline void scale_min(const PieceQ4_K& piece, int sub, int& scale, int& min) {
     // Byte sub % 4 of each third of the 12 bytes (dequantize.cpp's unpack_k_scale_min).
     const int shift = 8 * (sub % 4);
     const int low = (piece.scales_0_3 >> shift) & 0xFF, high = (piece.scales_4_7 >> shift) & 0xFF;
     const int extra = (piece.scales_8_11 >> shift) & 0xFF;
-    int scale, min;
     if (sub < 4) {
         scale = low & 63;
         min = high & 63;
@@ -151,10 +196,29 @@ __device__ inline void unpack(const PieceQ4_K& piece, int p, float (&w)[8]) {
         scale = (extra & 0xF) | ((low >> 6) << 4);
         min = (extra >> 4) | ((high >> 6) << 4);
     }
+}
+__device__ inline void unpack(const PieceQ4_K& piece, int p, float (&w)[8]) {
+    // BEGIN SOLUTION step11 unpack_q4_k
+    const int sub = (p % 32) / 4;  // the sub-block of 32 weights
+    int scale, min;
+    scale_min(piece, sub, scale, min);
     const float d = half_bits_to_float(piece.d_dmin) * float(scale);
     const float m = half_bits_to_float(piece.d_dmin >> 16) * float(min);
     const int nibble = sub % 2 ? 4 : 0;  // the odd sub-block of a pair: the high nibbles
     for (int k = 0; k < 8; k++) w[k] = d * float((byte_of(piece.qs, k) >> nibble) & 0xF) - m;
+    // END SOLUTION
+}
+__device__ inline float dot_q8(const PieceQ4_K& piece, int p, const ActivationPiece& x) {
+    // BEGIN SOLUTION step11 dot_q8_q4_k
+    const int sub = (p % 32) / 4;
+    int scale, min;
+    scale_min(piece, sub, scale, min);
+    const int nibble = sub % 2 ? 4 : 0;
+    const int qx = dot_8_bytes((piece.qs.x >> nibble) & 0x0F0F0F0F,
+                               (piece.qs.y >> nibble) & 0x0F0F0F0F, x.q);
+    // sum of (d * scale * q - dmin * min) * x_d * xq = x_d * (d * scale * sum(q xq) - dmin * min * sum(xq))
+    const float d = half_bits_to_float(piece.d_dmin), dmin = half_bits_to_float(piece.d_dmin >> 16);
+    return x.d * (d * float(scale * qx) - dmin * float(min * sum_8_bytes(x.q)));
     // END SOLUTION
 }
 __device__ inline float weight_at(const BlockQ4_K* row, int i) {
@@ -195,6 +259,18 @@ __device__ inline void unpack(const PieceQ6_K& piece, int p, float (&w)[8]) {
                       (((byte_of(piece.qh, k) >> high_shift) & 3) << 4);
         w[k] = d * float(q - 32);
     }
+    // END SOLUTION
+}
+__device__ inline float dot_q8(const PieceQ6_K& piece, int p, const ActivationPiece& x) {
+    // BEGIN SOLUTION step11 dot_q8_q6_k
+    const int quarter = (8 * (p % 32) % 128) / 32;
+    const int low_shift = quarter >= 2 ? 4 : 0, high_shift = 2 * quarter;
+    const uint32_t low = ((piece.ql.x >> low_shift) & 0x0F0F0F0F) |
+                         (((piece.qh.x >> high_shift) & 0x03030303) << 4);
+    const uint32_t high = ((piece.ql.y >> low_shift) & 0x0F0F0F0F) |
+                          (((piece.qh.y >> high_shift) & 0x03030303) << 4);
+    const int sum = dot_8_bytes(low, high, x.q) - 32 * sum_8_bytes(x.q);  // q - 32
+    return half_bits_to_float(piece.d) * float(piece.scale) * x.d * float(sum);
     // END SOLUTION
 }
 __device__ inline float weight_at(const BlockQ6_K* row, int i) {

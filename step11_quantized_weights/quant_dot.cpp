@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <vector>
 
@@ -209,7 +210,8 @@ float block_dot_q6_k_scalar(const uint8_t* w_row, const BlockQ8* x, int n_blocks
 // A scalar block dot as a RowDot: the tokens one after another.
 template <float (*kBlockDot)(const uint8_t*, const BlockQ8*, int), int kTokens>
 void scalar_rows(const uint8_t* w_row, const BlockQ8* x, int n_blocks, float* out) {
-    for (int t = 0; t < kTokens; t++) out[t] = kBlockDot(w_row, x + int64_t(t) * n_blocks, n_blocks);
+    for (int t = 0; t < kTokens; t++)
+        out[t] = kBlockDot(w_row, x + int64_t(t) * n_blocks, n_blocks);
 }
 
 template <float (*kBlockDot)(const uint8_t*, const BlockQ8*, int)>
@@ -293,13 +295,13 @@ float block_dot(uint32_t w_type, const void* w_row, const BlockQ8* x, int n, Dot
         fail("a row of %d %s weights is not a whole number of its blocks and of 32", n,
              ggml_type_info(w_type).name);
     float sum;
-    row_dots(w_type, kernel).one_token(static_cast<const uint8_t*>(w_row), x, n / kQ8BlockSize,
-                                       &sum);
+    row_dots(w_type, kernel)
+        .one_token(static_cast<const uint8_t*>(w_row), x, n / kQ8BlockSize, &sum);
     return sum;
 }
 
-void matmul_q8(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens,
-               int in_dim, int out_dim, DotKernel kernel) {
+void matmul_q8(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens, int in_dim,
+               int out_dim, DotKernel kernel) {
     if (!has_block_dot(w_type) || !whole_blocks(w_type, in_dim))
         return matmul(out, x, w, w_type, n_tokens, in_dim, out_dim);
     const RowDots dots = row_dots(w_type, kernel);
@@ -310,17 +312,26 @@ void matmul_q8(float* out, const float* x, const void* w, uint32_t w_type, int n
     const uint8_t* rows = static_cast<const uint8_t*>(w);
     const uint64_t row_bytes = ggml_row_bytes(w_type, uint64_t(in_dim));
     // Each thread streams through its own contiguous share of W's rows; the tokens are the
-    // inner loop, so a row is read from memory once and from L1 for every other token.
+    // inner loop, so a row is read from memory once and from L1 for every other token. An
+    // exception must not leave an OpenMP region (it would end the program): the assignment's
+    // stubs fail in there, so the first failure is carried out and thrown after it.
+    std::exception_ptr failure;
 #pragma omp parallel for schedule(static)
     for (int o = 0; o < out_dim; o++) {
         const uint8_t* w_row = rows + uint64_t(o) * row_bytes;
         float sums[kRowDotTokens];  // (kRowDotTokens) this row's dot with each of the tokens
-        for (int t0 = 0; t0 < n_tokens;) {
-            const BlockQ8* x_rows = xq.data() + int64_t(t0) * n_blocks;
-            int count = n_tokens - t0 >= kRowDotTokens ? kRowDotTokens : 1;
-            (count == 1 ? dots.one_token : dots.four_tokens)(w_row, x_rows, n_blocks, sums);
-            for (int t = 0; t < count; t++) out[int64_t(t0 + t) * out_dim + o] = sums[t];
-            t0 += count;
+        try {
+            for (int t0 = 0; t0 < n_tokens;) {
+                const BlockQ8* x_rows = xq.data() + int64_t(t0) * n_blocks;
+                int count = n_tokens - t0 >= kRowDotTokens ? kRowDotTokens : 1;
+                (count == 1 ? dots.one_token : dots.four_tokens)(w_row, x_rows, n_blocks, sums);
+                for (int t = 0; t < count; t++) out[int64_t(t0 + t) * out_dim + o] = sums[t];
+                t0 += count;
+            }
+        } catch (...) {
+#pragma omp critical(matmul_q8_failure)
+            if (!failure) failure = std::current_exception();
         }
     }
+    if (failure) std::rethrow_exception(failure);
 }

@@ -55,9 +55,12 @@ static const TinyModel& tiny_model() {
     return model;
 }
 
-// A copy of a matrix rounded as upload_weights() rounds it, kept in `storage`.
+// A copy of a matrix rounded as upload_weights() rounds it, kept in `storage`: to F16 (or BF16
+// for BF16), or (step 11) the matrix itself when the GPU reads its blocks and `keep_blocks`.
 static WeightMatrix rounded_to_half(const WeightMatrix& m,
-                                    std::vector<std::vector<uint16_t>>& storage) {
+                                    std::vector<std::vector<uint16_t>>& storage,
+                                    bool keep_blocks = true) {
+    if (keep_blocks && gpu_reads_blocks_of(m.type)) return m;
     const bool bf16 = m.type == uint32_t(GgmlType::BF16);
     const uint64_t row_bytes = ggml_row_bytes(m.type, uint64_t(m.cols));
     std::vector<float> row(m.cols);
@@ -84,10 +87,15 @@ static const RoundedModel& rounded_tiny_model() {
         m.weights = tiny_model().weights;
         m.weights.token_embd = rounded_to_half(m.weights.token_embd, m.storage);
         m.weights.output = m.weights.token_embd;  // tied
-        for (LayerWeights& layer : m.weights.layers)
+        for (LayerWeights& layer : m.weights.layers) {
             for (WeightMatrix* w : {&layer.attn_q, &layer.attn_k, &layer.attn_v, &layer.attn_output,
-                                    &layer.ffn_gate, &layer.ffn_up, &layer.ffn_down})
+                                    &layer.ffn_down})
                 *w = rounded_to_half(*w, m.storage);
+            // Gate and up of two types on the device both become F16 (device_weights.cpp).
+            const bool one_type = layer.ffn_gate.type == layer.ffn_up.type;
+            layer.ffn_gate = rounded_to_half(layer.ffn_gate, m.storage, one_type);
+            layer.ffn_up = rounded_to_half(layer.ffn_up, m.storage, one_type);
+        }
         return m;
     }();
     return model;
@@ -207,9 +215,12 @@ TEST_CASE("the Decoder's greedy continuations equal transformers', with and with
             CHECK(generated == expected);
             CHECK(cache.n_filled == c.n_tokens + 15);
         }
-        // The tiny model's layers 0 and 2 hold Q, K and V of two types: 2 launches more each.
+        // The tiny model on the device: layer 0's Q and K are F16, V BF16 (2 QKV launches), its
+        // Wo Q8_0 and Wdown Q5_0 (2 quantize_q8); layer 1's Q, K, V F16 (1), Wo Q4_K and Wdown
+        // Q8_0 (2); layer 2's Q BF16, K Q5_0, V Q6_K (3, and 1 quantize_q8 for them); the LM
+        // head Q6_K (1). Besides those, the embedding, the LM head's 2 and 5 a layer.
         if (use_graph) CHECK(decoder.n_graph_kernels() == gpu::kernels_per_decode_step(weights));
-        CHECK(gpu::kernels_per_decode_step(weights) == 3 + 6 * 3 + 2 * 2);
+        CHECK(gpu::kernels_per_decode_step(weights) == 3 + (2 + 2) + (1 + 2) + (3 + 1) + 1 + 5 * 3);
     }
 }
 
@@ -236,7 +247,10 @@ static StepLog sampled_until_full(const NextTokenFn& step, const std::vector<int
 TEST_CASE("graph replay equals --no-graph bit for bit, and step 9's kernels, to a full context") {
     if (!gpu_or_skip()) return;
     const TinyModel& model = tiny_model();
-    DeviceWeights weights = upload_weights(model.weights);
+    // F32 weights: every product in floats on both paths (block matrices' decode products use
+    // 8-bit activations, step 9's kernels do not; test_ops_cuda.cpp checks those against the
+    // CPU's 8-bit path).
+    DeviceWeights weights = upload_weights(model.weights, WeightPrecision::F32);
     const int capacity = 300;  // 295 positions of decoding, up to 10 attention passes
     const std::vector<int32_t> prompt = {785, 3001, 12, 2999, 0};
     DeviceKVCache graph_cache = make_device_kv_cache(model.config, capacity);
@@ -339,25 +353,46 @@ TEST_CASE("the GPU's last-position logits do not depend on asking for all of the
                 std::vector<float>(all_logits.end() - n_vocab, all_logits.end()), {1e-5, 1e-5});
 }
 
-TEST_CASE("upload keeps BF16 matrices BF16, makes the others F16, and counts the bytes") {
+TEST_CASE("upload keeps blocks the GPU reads and BF16, makes the others F16, counts the bytes") {
     if (!gpu_or_skip()) return;
     const TinyModel& model = tiny_model();
     const ModelConfig& config = model.config;
-    DeviceWeights weights = upload_weights(model.weights);
-    CHECK(weights.token_embd.type == uint32_t(GgmlType::F16));        // Q6_K in the file
+    std::vector<uint32_t> converted;  // the notice's file types
+    DeviceWeights weights = upload_weights(model.weights, WeightPrecision::Half,
+                                           [&](uint32_t type) { converted.push_back(type); });
+    CHECK(weights.token_embd.type == uint32_t(GgmlType::Q6_K));       // as in the file
     CHECK(weights.layers[0].attn_q.type == uint32_t(GgmlType::F16));  // F32 in the file
     CHECK(weights.layers[0].attn_k.type == uint32_t(GgmlType::F16));  // F16 in the file
     CHECK(weights.layers[0].attn_v.type == uint32_t(GgmlType::BF16));
     CHECK(weights.layers[2].attn_q.type == uint32_t(GgmlType::BF16));
-    CHECK(weights.layers[1].ffn_down.type == uint32_t(GgmlType::F16));  // Q8_0 in the file
+    CHECK(weights.layers[1].ffn_down.type == uint32_t(GgmlType::Q8_0));  // as in the file
+    CHECK(weights.layers[1].attn_q.type == uint32_t(GgmlType::F16));     // Q5_1: no kernel
+    // Gate Q4_K and up Q3_K: one type for the fused kernel, F16.
+    CHECK(weights.layers[2].ffn_gate.type == uint32_t(GgmlType::F16));
+    CHECK(weights.layers[2].ffn_up.type == uint32_t(GgmlType::F16));
+    // Q4_0, Q4_1 (layer 0's gate, up); Q5_1, Q2_K, Q3_K, Q5_K, Q6_K (layer 1's Q, K, V, gate,
+    // up: the Q6_K up joins its Q5_K gate); Q4_K, Q3_K, Q2_K (layer 2's gate, up, down).
+    CHECK(converted.size() == 10);
     CHECK(weights.tied_output);
     CHECK(&lm_head(weights) == &weights.token_embd);
 
+    // Every matrix takes its rows of its device type, every vector 4 bytes a value.
     const uint64_t d = config.d_model, q_dim = config.n_heads * config.head_dim;
-    const uint64_t kv_dim = config.n_kv_heads * config.head_dim, d_ff = config.d_ff;
-    const uint64_t per_layer =
-        2 * (d * q_dim * 2 + d * kv_dim * 2 + d * d_ff * 3) + 4 * (2 * d + q_dim + 2 * kv_dim);
-    const uint64_t expected = 2 * d * uint64_t(weights.n_vocab) + 4 * d + 3 * per_layer;
+    const uint64_t kv_dim = config.n_kv_heads * config.head_dim;
+    auto bytes_of = [](const DeviceMatrix& m) {
+        return uint64_t(m.rows) * ggml_row_bytes(m.type, uint64_t(m.cols));
+    };
+    uint64_t expected = bytes_of(weights.token_embd) + 4 * d;
+    for (const DeviceLayerWeights& layer : weights.layers) {
+        for (const DeviceMatrix* m : {&layer.attn_q, &layer.attn_k, &layer.attn_v,
+                                      &layer.attn_output, &layer.ffn_gate, &layer.ffn_up,
+                                      &layer.ffn_down}) {
+            CHECK(m->data.size() == bytes_of(*m));
+            expected += bytes_of(*m);
+        }
+        expected += 4 * (2 * d + q_dim + 2 * kv_dim);
+    }
+    CHECK(bytes_of(weights.token_embd) == uint64_t(weights.n_vocab) * d / 256 * 210);  // Q6_K
     CHECK(device_bytes(weights) == expected);
     CHECK(bytes_read_per_pass(weights) == expected);  // tied: the whole table is the LM head
 

@@ -18,6 +18,7 @@
 #include "half.h"
 #include "ops_cpu.h"
 #include "ops_cuda.h"
+#include "quant_dot.h"
 #include "test_gpu.h"
 
 // Weights rounded to `type` (F32, F16 or BF16), as the bytes both sides read.
@@ -94,6 +95,22 @@ static std::vector<uint8_t> random_weights(GgmlType type, int rows, int cols, ui
 static const GgmlType kAllWeightTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
                                            GgmlType::Q8_0, GgmlType::Q5_0, GgmlType::Q4_K,
                                            GgmlType::Q6_K};
+
+// The CPU twin of a decode kernel's product (step 11): for a block type the 8-bit path,
+// matmul_q8, whose BlockQ8 bits and integer sums the GPU's quantize_q8 and dp4a reproduce;
+// for the others step 5's matmul.
+static void decode_matmul(float* out, const float* x, const std::vector<uint8_t>& w, GgmlType type,
+                          int in_dim, int out_dim) {
+    if (ggml_type_info(uint32_t(type)).block_size > 1)
+        matmul_q8(out, x, w.data(), uint32_t(type), 1, in_dim, out_dim, best_dot_kernel());
+    else
+        matmul(out, x, w.data(), uint32_t(type), 1, in_dim, out_dim);
+}
+
+// Scratch for the 8-bit blocks of an input of n values.
+static DeviceBuffer<BlockQ8> q8_scratch(int n) {
+    return DeviceBuffer<BlockQ8>(size_t(n + kQ8BlockSize - 1) / kQ8BlockSize);
+}
 
 // Whether rows of `cols` weights are whole blocks of `type`.
 static bool whole_blocks(GgmlType type, int cols) {
@@ -523,9 +540,9 @@ TEST_CASE("qkv_rope_cache equals rmsnorm, the Q/K/V matmuls, add_bias and rope")
             // The CPU: step 9's sequence of operators.
             std::vector<float> h(d), q(q_dim), k(kv_dim), v(kv_dim);
             rmsnorm(h.data(), x.data(), norm.data(), 1, d, eps);
-            matmul(q.data(), h.data(), wq.data(), uint32_t(types[0]), 1, d, q_dim);
-            matmul(k.data(), h.data(), wk.data(), uint32_t(types[1]), 1, d, kv_dim);
-            matmul(v.data(), h.data(), wv.data(), uint32_t(types[2]), 1, d, kv_dim);
+            decode_matmul(q.data(), h.data(), wq, types[0], d, q_dim);
+            decode_matmul(k.data(), h.data(), wk, types[1], d, kv_dim);
+            decode_matmul(v.data(), h.data(), wv, types[2], d, kv_dim);
             add_bias(q.data(), bq.data(), 1, q_dim);
             add_bias(k.data(), bk.data(), 1, kv_dim);
             add_bias(v.data(), bv.data(), 1, kv_dim);
@@ -544,14 +561,17 @@ TEST_CASE("qkv_rope_cache equals rmsnorm, the Q/K/V matmuls, add_bias and rope")
             const gpu::QkvWeights w{device_wq.data(),   device_wk.data(),   device_wv.data(),
                                     device_bq.data(),   device_bk.data(),   device_bv.data(),
                                     uint32_t(types[0]), uint32_t(types[1]), uint32_t(types[2])};
+            DeviceBuffer<BlockQ8> x_q8 = q8_scratch(d);
             gpu::qkv_rope_cache(out_q.data(), k_cache.data(), v_cache.data(), device_x.data(),
                                 device_norm.data(), eps, w, d, heads, base, as_slots(slots),
-                                nullptr);
+                                x_q8.data(), nullptr);
             // The CPU rounds h = x * g / rms once and then adds the products; the GPU adds
             // w * (x * g) and scales the sum by 1/rms (with the squares summed in float,
             // ~1e-6 relative). Sums of order 1 over up to 3584 terms: roundings of about
             // sqrt(3584) * 6e-8 = 4e-6; the rotation adds a few ulps. 1e-4 + 1e-4 relative, as
-            // for matmul: a wrong row, bias, angle or pair is off by ~0.01 to 1.
+            // for matmul: a wrong row, bias, angle or pair is off by ~0.01 to 1. A block type's
+            // products are the CPU's 8-bit ones (decode_matmul): the same integer sums, so the
+            // same float-order argument.
             check_close(out_q.download(), q, {1e-4, 1e-4}, heads.head_dim);
             const std::vector<float> keys = k_cache.download(), values = v_cache.download();
             check_close(rows_of(keys, position, 1, kv_dim), k, {1e-4, 1e-4}, heads.head_dim);
@@ -621,13 +641,14 @@ TEST_CASE("matvec_add equals x + matmul: the residual add in the epilogue") {
             std::vector<float> x = random_values(out_dim, 41);
             std::vector<uint8_t> w = random_weights(type, out_dim, in_dim, 42);
             std::vector<float> delta(out_dim), expected = x;
-            matmul(delta.data(), in.data(), w.data(), uint32_t(type), 1, in_dim, out_dim);
+            decode_matmul(delta.data(), in.data(), w, type, in_dim, out_dim);
             residual_add(expected.data(), delta.data(), out_dim);
 
             DeviceBuffer<float> device_in(in), device_x(x);
             DeviceBuffer<uint8_t> device_w(w);
+            DeviceBuffer<BlockQ8> in_q8 = q8_scratch(in_dim);
             gpu::matvec_add(device_x.data(), device_in.data(), device_w.data(), uint32_t(type),
-                            in_dim, out_dim, nullptr);
+                            in_dim, out_dim, in_q8.data(), nullptr);
             // matmul's tolerance (the same kernel), and then one float addition.
             check_close(device_x.download(), expected, {1e-4, 1e-4}, out_dim);
         }
@@ -658,16 +679,17 @@ TEST_CASE("gate_up_swiglu equals rmsnorm, the gate and up matmuls and swiglu") {
             std::vector<uint8_t> wu = random_weights(type, d_ff, d, 53);
             std::vector<float> h(d), gate(d_ff), up(d_ff), expected(d_ff);
             rmsnorm(h.data(), x.data(), norm.data(), 1, d, 1e-6f);
-            matmul(gate.data(), h.data(), wg.data(), uint32_t(type), 1, d, d_ff);
-            matmul(up.data(), h.data(), wu.data(), uint32_t(type), 1, d, d_ff);
+            decode_matmul(gate.data(), h.data(), wg, type, d, d_ff);
+            decode_matmul(up.data(), h.data(), wu, type, d, d_ff);
             swiglu(expected.data(), gate.data(), up.data(), d_ff);
 
             DeviceBuffer<float> device_x(x), device_norm(norm);
             DeviceBuffer<uint8_t> device_wg(wg), device_wu(wu);
             DeviceBuffer<float> out = poisoned(d_ff);
+            DeviceBuffer<BlockQ8> x_q8 = q8_scratch(d);
             gpu::gate_up_swiglu(out.data(), device_x.data(), device_norm.data(), 1e-6f,
                                 device_wg.data(), device_wu.data(), uint32_t(type), d, d_ff,
-                                nullptr);
+                                x_q8.data(), nullptr);
             // qkv_rope_cache's reasoning for the two sums (1e-4 + 1e-4 relative on gate sums
             // up to ~3 times larger), then silu(g) * u, whose slope in g is at most 1.1: the
             // same bound, with the 3x taken by the relative part.
@@ -693,7 +715,7 @@ TEST_CASE("lm_head_argmax equals rmsnorm, matmul and argmax, and moves the slots
             std::vector<uint8_t> bytes = random_weights(type, n_vocab, d, 62);
             std::vector<float> h(d), expected(n_vocab);
             rmsnorm(h.data(), x.data(), norm.data(), 1, d, 1e-6f);
-            matmul(expected.data(), h.data(), bytes.data(), uint32_t(type), 1, d, n_vocab);
+            decode_matmul(expected.data(), h.data(), bytes, type, d, n_vocab);
             // The best row copied into an earlier and a later row: a tie across blocks,
             // which the first of them wins.
             const int best = argmax(expected.data(), n_vocab);
@@ -702,16 +724,17 @@ TEST_CASE("lm_head_argmax equals rmsnorm, matmul and argmax, and moves the slots
             for (int row : {earlier, later})
                 std::copy(bytes.begin() + best * row_bytes, bytes.begin() + (best + 1) * row_bytes,
                           bytes.begin() + row * row_bytes);
-            matmul(expected.data(), h.data(), bytes.data(), uint32_t(type), 1, d, n_vocab);
+            decode_matmul(expected.data(), h.data(), bytes, type, d, n_vocab);
 
             DeviceBuffer<float> device_x(x), device_norm(norm);
             DeviceBuffer<uint8_t> device_w(bytes);
             DeviceBuffer<uint8_t> scratch(size_t(gpu::lm_head_argmax_scratch()));
             DeviceBuffer<float> logits = poisoned(n_vocab);
             DeviceBuffer<int32_t> slots = slots_at(-1, 41);
+            DeviceBuffer<BlockQ8> x_q8 = q8_scratch(d);
             gpu::lm_head_argmax(logits.data(), scratch.data(), device_x.data(), device_norm.data(),
                                 1e-6f, device_w.data(), uint32_t(type), d, n_vocab, as_slots(slots),
-                                nullptr);
+                                x_q8.data(), nullptr);
             // qkv_rope_cache's reasoning: the same fused norm and products.
             const std::vector<float> gpu_logits = logits.download();
             check_close(gpu_logits, expected, {1e-4, 1e-4});
@@ -739,7 +762,7 @@ TEST_CASE("lm_head_argmax treats NaN logits as argmax does") {
         DeviceBuffer<int32_t> slots = slots_at(-1, 0);
         gpu::lm_head_argmax(logits.data(), scratch.data(), device_x.data(), device_norm.data(),
                             1e-6f, device_w.data(), uint32_t(GgmlType::F32), d, n_vocab,
-                            as_slots(slots), nullptr);
+                            as_slots(slots), nullptr, nullptr);
         const std::vector<float> gpu_logits = logits.download();
         CHECK(std::isnan(gpu_logits[nan_row]));
         // argmax() never moves to a NaN, and a NaN at 0 is where it starts and stays.
@@ -761,11 +784,39 @@ TEST_CASE("the fused kernels refuse what they cannot read, in one line") {
                             uint32_t(GgmlType::F16),
                             uint32_t(GgmlType::F16)};
     CHECK_THROWS_WITH_AS(gpu::qkv_rope_cache(nullptr, nullptr, nullptr, nullptr, nullptr, 1e-6f, w,
-                                             64, {2, 1, 33}, 1e6f, nullptr, nullptr),
+                                             64, {2, 1, 33}, 1e6f, nullptr, nullptr, nullptr),
                          "gpu::qkv_rope_cache needs an even head_dim, not 33", Error);
     CHECK_THROWS_WITH_AS(gpu::gate_up_swiglu(nullptr, nullptr, nullptr, 1e-6f, nullptr, nullptr,
-                                             uint32_t(GgmlType::Q4_1), 64, 64, nullptr),
+                                             uint32_t(GgmlType::Q4_1), 64, 64, nullptr, nullptr),
                          "gpu::gate_up_swiglu reads F32, F16, BF16, Q8_0, Q5_0, Q4_K or Q6_K "
                          "weights, not Q4_1",
                          Error);
+}
+
+TEST_CASE("quantize_q8 writes the CPU's 8-bit blocks bit for bit, after rmsnorm or without") {
+    if (!gpu_or_skip()) return;
+    for (int n : {32, 96, 896, 1536, 18944}) {
+        for (bool with_norm : {true, false}) {
+            CAPTURE(n);
+            CAPTURE(with_norm);
+            std::vector<float> x = random_values(n, 80, -3.0f, 3.0f);
+            x[5] = 0.0f;  // a zero, and a block of zeros: d = 0, q = 0
+            std::fill(x.begin() + n - 32, x.end(), 0.0f);
+            std::vector<float> norm = random_values(n, 81, 0.5f, 1.5f);
+            std::vector<float> h = x;
+            if (with_norm) rmsnorm(h.data(), x.data(), norm.data(), 1, n, 1e-6f);
+            std::vector<BlockQ8> expected(n / kQ8BlockSize);
+            quantize_row_q8(h.data(), expected.data(), n);
+
+            DeviceBuffer<float> device_x(x), device_norm(norm);
+            DeviceBuffer<BlockQ8> out = q8_scratch(n);
+            gpu::quantize_q8(out.data(), device_x.data(), with_norm ? device_norm.data() : nullptr,
+                             1e-6f, n, nullptr);
+            // The same float operations in the same order (the sum of squares aside, which is
+            // in double on both sides): the same bytes.
+            const std::vector<BlockQ8> blocks = out.download();
+            CHECK(std::memcmp(blocks.data(), expected.data(), expected.size() * sizeof(BlockQ8)) ==
+                  0);
+        }
+    }
 }

@@ -69,7 +69,7 @@ TEST_CASE("uniform logits: the model is as unsure as a die with n_vocab faces") 
     CHECK(result.value == doctest::Approx(1000.0).epsilon(1e-12));
 }
 
-TEST_CASE("logits of log(1), log(2), log(5): probabilities 1/8, 2/8, 5/8, worked by hand") {
+TEST_CASE("logits whose softmax is (1/8 2/8 5/8): the perplexity worked by hand") {
     FakeModel model;
     model.n_vocab = 3;
     model.logits_at = [](int) { return std::vector<float>{0.0f, std::log(2.0f), std::log(5.0f)}; };
@@ -94,7 +94,7 @@ TEST_CASE("logits far from zero neither overflow nor underflow") {
     }
 }
 
-TEST_CASE("any chunk size gives the same sum, each id run once, in order, the last one never") {
+TEST_CASE("any chunk size gives the same sum; each id is run once in order and the last never") {
     FakeModel one_chunk;
     one_chunk.n_vocab = 301;
     one_chunk.logits_at = [](int position) { return varied_logits(position, 301); };
@@ -118,7 +118,7 @@ TEST_CASE("any chunk size gives the same sum, each id run once, in order, the la
     }
 }
 
-TEST_CASE("progress is reported after each chunk, up to every predicted token") {
+TEST_CASE("progress is reported after each chunk up to every predicted token") {
     FakeModel model;
     model.n_vocab = 5;
     model.logits_at = [](int position) { return varied_logits(position, 5); };

@@ -19,6 +19,9 @@ eager attention holding the GGUF's tensors as gguf-py dequantizes them. For each
     NAME.greedy.txt   N_GREEDY greedy ids after the prompt (the whole sequence re-run each
                       time, no stop at <|im_end|>)
     NAME.answer.txt   those ids decoded, for a reader (and the article)
+    NAME.gaps.txt     at each of those greedy steps, the best logit minus the second best:
+                      logits that differ from these by less than half of it, as step 11's
+                      8-bit activations do, still choose the same token there
 
 and cases.txt, one line per prompt: "NAME n_tokens smallest_top2_gap". A prompt whose greedy
 choice ever hinges on a top-2 gap under MIN_GREEDY_GAP is refused, since float rounding could
@@ -87,6 +90,7 @@ def main():
         (OUT / f"{name}.greedy.txt").write_text(" ".join(map(str, continuation)) + "\n")
         answer = tokenizer.decode(continuation)
         (OUT / f"{name}.answer.txt").write_text(answer + "\n")
+        (OUT / f"{name}.gaps.txt").write_text(" ".join(f"{gap:.4f}" for gap in gaps) + "\n")
         index.append(f"{name} {len(ids)} {min(gaps):.4f}")
         print(f"{name}: {len(ids)} tokens, best logit {logits.max():.3f}, smallest top-2 gap "
               f"{min(gaps):.4f}\n  -> {answer!r}")

@@ -72,6 +72,14 @@ decode_timeline.svg (step 10)
     does, with the token's measured time marked on each row: step09 (537 kernels, call 2),
     step10 --no-graph and step10 (171 kernels, call 3). Below, the first layer of step09 and of
     step10 with the kernels named: 19 against 6.
+block_formats.svg (step 11)
+    The byte layouts of the four weight blocks step 11 reads as stored, Q8_0, Q5_0, Q4_K and Q6_K,
+    with their fields' sizes and offsets parsed from the tables in step03_tensors/dequantize.cpp
+    (block_layout), and the CPU's 8-bit activation block from the BlockQ8 struct of
+    step11_quantized_weights/quant_dot.h: which byte holds which weight, Q4_K's 12 bytes of 6-bit
+    scales and minimums bit by bit, and the bits a weight of each type (F16 beside them), split
+    into the quants' low bits, their high bits and the scales' share. Widths are to scale within
+    the 32-weight rows and within the 256-weight ones.
 
 The four pictures of step 9's kernels take their tile sizes, warp counts and thresholds from
 ops_cuda.cu's constexpr lines (cuda_constants), so they follow the kernels when those change.
@@ -1802,6 +1810,304 @@ def decode_timeline():
     return fig
 
 
+# ---- block_formats ----
+
+DEQUANTIZE_CPP = os.path.join(ROOT, "step03_tensors", "dequantize.cpp")
+QUANT_DOT_H = os.path.join(ROOT, "step11_quantized_weights", "quant_dot.h")
+C_TYPE_BYTES = {"float": 4, "int32_t": 4, "int8_t": 1, "uint8_t": 1}
+
+
+def block_layout(name):
+    """(bytes, elements, [(field, bytes, offset)]) of ggml's block_NAME as dequantize.cpp's
+    table above its routine lists it: "//   qs[32]  int8  32 bytes  offset 2"."""
+    source = open(DEQUANTIZE_CPP, encoding="utf-8").read()
+    header = re.search(rf"// block_{name} \((\d+) bytes, (\d+) elements", source)
+    fields = []
+    for line in source[header.end():].splitlines()[1:]:
+        found = re.match(r"\s*//\s+(\w+)(?:\[\d+\])?\s+\w+\s+(\d+) bytes\s+offset (\d+)", line)
+        if found:
+            fields.append((found[1], int(found[2]), int(found[3])))
+        elif not line.strip().startswith("//"):
+            break
+    n_bytes, n_elements = int(header[1]), int(header[2])
+    assert sum(size for _, size, _ in fields) == n_bytes, f"block_{name}'s fields"
+    return n_bytes, n_elements, fields
+
+
+def activation_layout():
+    """The same for quant_dot.h's BlockQ8, from its struct's members."""
+    source = open(QUANT_DOT_H, encoding="utf-8").read()
+    body = re.search(r"struct BlockQ8 \{(.*?)\};", source, re.S)[1]
+    fields, offset = [], 0
+    for c_type, field, count in re.findall(r"(\w+) (\w+)(?:\[(\d+)\])?;", body):
+        size = C_TYPE_BYTES[c_type] * int(count or 1)
+        fields.append((field, size, offset))
+        offset += size
+    elements = int(re.search(r"constexpr int kQ8BlockSize = (\d+);", source)[1])
+    return offset, elements, fields
+
+
+# What each field is for: its colour, and which part of a weight's bits it carries.
+SCALE_FACE, MIN_FACE, LOW_FACE, HIGH_FACE, ACT_FACE = (LIGHT_ORANGE, LIGHT_GREEN, LIGHT_BLUE,
+                                                       LIGHT_PURPLE, LIGHT_RED)
+FIELD_FACES = {"d": SCALE_FACE, "scales": SCALE_FACE, "dmin": MIN_FACE, "sum": MIN_FACE,
+               "qs": LOW_FACE, "ql": LOW_FACE, "qh": HIGH_FACE, "q": ACT_FACE}
+
+
+def block_formats():
+    formats = {name: block_layout(name) for name in ("q8_0", "q5_0", "q4_K", "q6_K")}
+    activation = activation_layout()
+    fig, ax = canvas(12, 12.1)
+    ax.text(0.3, 11.85, "The blocks step 11 reads as the file stores them, and the 8-bit "
+            "activation block the CPU makes", fontsize=12, fontweight="bold", va="center")
+    legend = [(SCALE_FACE, "a scale: multiplies q"), (MIN_FACE, "a minimum: subtracted"),
+              (LOW_FACE, "the low 4 or 8 bits of each q"), (HIGH_FACE, "its high bits"),
+              (ACT_FACE, "8-bit activations")]
+    x = 0.3
+    for face, label in legend:
+        box(ax, x, 11.42, 0.26, 0.18, face)
+        ax.text(x + 0.33, 11.51, label, va="center", fontsize=8)
+        x += 0.45 + 0.062 * len(label)
+    ax.text(11.7, 11.51, "f16 = IEEE half float; every field little-endian", ha="right",
+            va="center", fontsize=7.5, color=GREY)
+
+    strip_x, small, large = 2.1, 0.18, 0.045  # inches a byte: 32-weight blocks, super-blocks
+    ax.text(11.7, 11.27, f"widths to scale: {small / large:g} times wider a byte in the rows of 32 "
+            "than in those of 256", ha="right", va="center", fontsize=7.5, color=GREY)
+
+    def title(y, name, n_bytes, n_elements, things="weights", one="a weight"):
+        ax.text(0.3, y + 0.36, name, fontsize=11, fontweight="bold", va="center")
+        ax.text(0.3, y + 0.1, f"{n_elements} {things} in {n_bytes} B", fontsize=8, va="center")
+        bits = 8 * n_bytes / n_elements
+        ax.text(0.3, y - 0.12, f"{bits:g} bits {one}", fontsize=8, va="center",
+                fontweight="bold", color=BLUE)
+
+    def strip(y, layout, scale, height=0.46):
+        """The block's fields side by side, scale inches a byte; {field: (x0, x1)}."""
+        _, _, fields = layout
+        spans = {}
+        for field, size, offset in fields:
+            x0 = strip_x + offset * scale
+            box(ax, x0, y, size * scale, height, FIELD_FACES[field])
+            spans[field] = (x0, x0 + size * scale)
+        # The byte offset under every border, but none crowding another (the block's start
+        # and end always shown): Q4_K's 2 and 4 and Q6_K's 208 are left to the field names.
+        offsets = [offset for _, _, offset in fields]
+        shown = [0]
+        for offset in offsets[1:]:
+            if (offset - shown[-1]) * scale >= 0.3 and (layout[0] - offset) * scale >= 0.3:
+                shown.append(offset)
+        shown.append(layout[0])
+        for offset in shown:
+            ax.text(strip_x + offset * scale, y - 0.05, str(offset), ha="center", va="top",
+                    fontsize=7, color=GREY)
+        return spans
+
+    def cells(x0, y, width, height, count, labels, fontsize=6):
+        """count equal cells from x0, thin borders between them, a label in each."""
+        cell = width / count
+        ax.vlines([x0 + i * cell for i in range(1, count)], y, y + height, color=INK,
+                  linewidth=0.35)
+        for i, label in enumerate(labels):
+            ax.text(x0 + (i + 0.5) * cell, y + height / 2, label, ha="center", va="center",
+                    fontsize=fontsize)
+
+    def field_name(x0, x1, y, text):
+        """A field's name, centred above it."""
+        ax.text((x0 + x1) / 2, y + 0.06, text, ha="center", va="bottom", fontsize=7.5,
+                family="monospace")
+
+    def leader(x, y, text, dx):
+        """A label for a field too narrow to hold it, above the strip and to one side."""
+        ax.annotate(text, xy=(x, y), xytext=(x + dx, y + 0.2), fontsize=7.5,
+                    family="monospace", ha="right" if dx < 0 else "left", va="center",
+                    arrowprops={"arrowstyle": "-", "color": INK, "linewidth": 0.6})
+
+    # Q8_0: a scale and 32 bytes.
+    y = 10.3
+    n_bytes, n_elements, _ = formats["q8_0"]
+    title(y, "Q8_0", n_bytes, n_elements)
+    spans = strip(y, formats["q8_0"], small)
+    x0, x1 = spans["d"]
+    ax.text((x0 + x1) / 2, y + 0.23, "d\nf16", ha="center", va="center", fontsize=7,
+            linespacing=1.1)
+    x0, x1 = spans["qs"]
+    cells(x0, y, x1 - x0, 0.46, 32, [str(i) for i in range(32)])
+    field_name(x0, x1, y + 0.46, "qs[32]: int8 q of weight i in byte i")
+    ax.text(x1 + 0.25, y + 0.23, "w[i] = d · qs[i]", va="center", fontsize=9,
+            family="monospace")
+
+    # Q5_0: a scale, 32 fifth bits, 16 bytes of nibble pairs.
+    y = 8.85
+    n_bytes, n_elements, _ = formats["q5_0"]
+    title(y, "Q5_0", n_bytes, n_elements)
+    spans = strip(y, formats["q5_0"], small)
+    x0, x1 = spans["d"]
+    ax.text((x0 + x1) / 2, y + 0.23, "d\nf16", ha="center", va="center", fontsize=7,
+            linespacing=1.1)
+    x0, x1 = spans["qh"]
+    cells(x0, y, x1 - x0, 0.46, 4, [])
+    ax.text((x0 + x1) / 2, y + 0.23, "32 bits", ha="center", va="center", fontsize=6.5,
+            bbox={"facecolor": HIGH_FACE, "edgecolor": "none", "pad": 0.5})
+    field_name(x0, x1, y + 0.46, "qh")
+    x0, x1 = spans["qs"]
+    ax.hlines(y + 0.23, x0, x1, color=INK, linewidth=0.35)
+    cells(x0, y + 0.23, x1 - x0, 0.23, 16, [str(j + 16) for j in range(16)])
+    cells(x0, y, x1 - x0, 0.23, 16, [str(j) for j in range(16)])
+    field_name(x0, x1, y + 0.46, "qs[16]")
+    ax.text(x1 + 0.08, y + 0.345, "← high nibble of qs[j]: weight j + 16", va="center",
+            fontsize=7.5)
+    ax.text(x1 + 0.08, y + 0.115, "← low nibble of qs[j]: weight j", va="center", fontsize=7.5)
+    ax.text(x1 + 0.08, y + 0.6, "qh, a u32: bit j is weight j's 5th bit", va="center",
+            fontsize=7.5)
+    ax.text(strip_x, y - 0.3, "q = 4 bits from qs | the 5th bit from qh << 4  (0 … 31);   "
+            "w = d · (q − 16)", va="center", fontsize=8.5, family="monospace")
+
+    # Q4_K: a super-block of 8 sub-blocks of 32, each with a 6-bit scale and a 6-bit min.
+    y = 7.2
+    n_bytes, n_elements, _ = formats["q4_K"]
+    title(y, "Q4_K", n_bytes, n_elements)
+    ax.text(0.3, y - 0.34, "8 sub-blocks of 32", fontsize=8, va="center")
+    height = 0.5
+    spans = strip(y, formats["q4_K"], large, height)
+    leader(sum(spans["d"]) / 2, y + height, "d f16", -0.25)
+    leader(sum(spans["dmin"]) / 2, y + height, "dmin f16", 0.28)
+    x0, x1 = spans["scales"]
+    ax.text((x0 + x1) / 2, y + height / 2, "12 B\nscales,\nmins", ha="center", va="center",
+            fontsize=6, linespacing=1.0)
+    x0, x1 = spans["qs"]
+    chunk = (x1 - x0) / 4
+    ax.hlines(y + height / 2, x0, x1, color=INK, linewidth=0.35)
+    ax.vlines([x0 + c * chunk for c in range(1, 4)], y, y + height, color=INK, linewidth=0.8)
+    for c in range(4):
+        middle = x0 + (c + 0.5) * chunk
+        ax.text(middle, y + 0.75 * height, f"high: sub-block {2 * c + 1}, w {64 * c + 32}–"
+                f"{64 * c + 63}", ha="center", va="center", fontsize=6.5)
+        ax.text(middle, y + 0.25 * height, f"low: sub-block {2 * c}, w {64 * c}–{64 * c + 31}",
+                ha="center", va="center", fontsize=6.5)
+    field_name(x0, x1, y + height, "qs[128]: 4 runs of 32 bytes, one pair of sub-blocks each "
+               "(low nibbles the even one)")
+    ax.text(x1 + 0.2, y + height / 2, "w = (d · scale_s) · q\n    − dmin · min_s\n"
+            "s: the weight's sub-block,\nq: its 4 bits (0 … 15)", va="center", fontsize=8.5,
+            family="monospace", linespacing=1.3)
+
+    # The 12 bytes of scales and mins, bit by bit, under the strip.
+    zoom_y, zoom_x, zoom_byte, zoom_height = y - 1.05, strip_x + 0.25, 0.56, 0.3
+    x0, x1 = spans["scales"]
+    for corner, target in ((x0, zoom_x), (x1, zoom_x + 12 * zoom_byte)):
+        ax.plot([corner, target], [y, zoom_y + zoom_height + 0.17], color=GREY, linewidth=0.6,
+                linestyle=(0, (2, 2)))
+    for k in range(12):
+        left = zoom_x + k * zoom_byte
+        ax.text(left + zoom_byte / 2, zoom_y + zoom_height + 0.03, f"byte {k}", ha="center",
+                va="bottom", fontsize=6.5, color=GREY)
+        if k < 8:  # 2 high bits of sub-block k % 4 + 4's value, 6 bits of sub-block k % 4's
+            kind, face = ("s", SCALE_FACE) if k < 4 else ("m", MIN_FACE)
+            parts = [(2, f"{kind}{k % 4 + 4}", face), (6, f"{kind}{k % 4}", face)]
+        else:  # low 4 bits of min and scale of sub-block k - 4
+            parts = [(4, f"m{k - 4}", MIN_FACE), (4, f"s{k - 4}", SCALE_FACE)]
+        bit_x = left
+        for bits, label, face in parts:
+            width = zoom_byte * bits / 8
+            box(ax, bit_x, zoom_y, width, zoom_height, face)
+            ax.text(bit_x + width / 2, zoom_y + zoom_height / 2, label, ha="center",
+                    va="center", fontsize=6 if bits == 2 else 7)
+            bit_x += width
+    note_x = zoom_x + 12 * zoom_byte + 0.2
+    ax.text(note_x, zoom_y + zoom_height / 2,
+            "sN, mN: sub-block N's 6-bit scale\nand min; bit 7 of a byte on the left.\n"
+            "Sub-blocks 0-3: the low 6 bits of\nbytes 0-3 (scales) and 4-7 (mins).\n"
+            "Sub-blocks 4-7: 4 bits in bytes 8-11,\nthe top 2 in the top of bytes 0-7.",
+            va="center", fontsize=7, linespacing=1.3)
+
+    # Q6_K: 16 sub-blocks of 16, int8 scales, 6-bit q from two arrays.
+    y = 4.75
+    n_bytes, n_elements, _ = formats["q6_K"]
+    title(y, "Q6_K", n_bytes, n_elements)
+    ax.text(0.3, y - 0.34, "16 sub-blocks of 16", fontsize=8, va="center")
+    spans = strip(y, formats["q6_K"], large, height)
+    x0, x1 = spans["ql"]
+    chunk = (x1 - x0) / 4
+    ax.hlines(y + height / 2, x0, x1, color=INK, linewidth=0.35)
+    ax.vlines([x0 + c * chunk for c in range(1, 4)], y, y + height, color=INK, linewidth=0.8)
+    for c in range(4):  # ql[32c + l]: half c // 2, the low nibbles quarter c % 2, high + 2
+        first = 128 * (c // 2) + 32 * (c % 2)
+        middle = x0 + (c + 0.5) * chunk
+        ax.text(middle, y + 0.75 * height, f"high: w {first + 64}–{first + 95}", ha="center",
+                va="center", fontsize=6.5)
+        ax.text(middle, y + 0.25 * height, f"low: w {first}–{first + 31}", ha="center",
+                va="center", fontsize=6.5)
+    field_name(x0, x1, y + height, "ql[128]: the low 4 bits of each q")
+    x0, x1 = spans["qh"]
+    chunk = (x1 - x0) / 2
+    ax.vlines([x0 + chunk], y, y + height, color=INK, linewidth=0.8)
+    for c in range(2):
+        ax.text(x0 + (c + 0.5) * chunk, y + height / 2, f"2 bits each of\nw l, l+32, l+64, "
+                f"l+96\n(l = {128 * c}…{128 * c + 31})", ha="center", va="center", fontsize=6,
+                linespacing=1.1)
+    field_name(x0, x1, y + height, "qh[64]: high 2 bits, 4 a byte")
+    x0, x1 = spans["scales"]
+    ax.text((x0 + x1) / 2, y + height / 2, "16 int8\nscales", ha="center", va="center",
+            fontsize=6.5, linespacing=1.1)
+    leader(sum(spans["d"]) / 2, y + height, "d f16", -0.3)
+    ax.text(strip_x, y - 0.3, "w = (d · scales[i / 16]) · (q − 32),   q = 4 bits from ql | "
+            "2 bits from qh << 4  (0 … 63)", va="center", fontsize=8.5, family="monospace")
+    ax.text(strip_x, y - 0.52, "weight i = 128h + 32k + l (k < 4, l < 32): nibble k / 2 of "
+            "ql[64h + 32(k % 2) + l], bits 2k and 2k+1 of qh[32h + l]", va="center",
+            fontsize=7.5, color=INK)
+
+    # The CPU's activation block.
+    ax.plot([0.3, 11.7], [3.85, 3.85], color=LIGHT_GREY, linewidth=0.8)
+    y = 3.05
+    n_bytes, n_elements, fields = activation
+    title(y, "BlockQ8", n_bytes, n_elements, "activations", "an activation")
+    spans = strip(y, activation, small)
+    for field, size, _ in fields:
+        x0, x1 = spans[field]
+        if field == "q":
+            cells(x0, y, x1 - x0, 0.46, size, [str(i) for i in range(size)])
+            field_name(x0, x1, y + 0.46, f"q[{size}]: int8, |q| ≤ 127")
+        else:
+            c_type = "float" if field == "d" else "int32"
+            ax.text((x0 + x1) / 2, y + 0.23, f"{field}\n{c_type}", ha="center", va="center",
+                    fontsize=7, linespacing=1.1)
+    ax.text(strip_x, y - 0.3, "x[i] ≈ d · q[i],  d = max |x| / 127,  q[i] = round(x[i] / d),  "
+            "sum = q[0] + … + q[31]", va="center", fontsize=8.5, family="monospace")
+    ax.text(strip_x, y - 0.52, "quant_dot.h: made from each token's 32 floats at every CPU "
+            "matmul; sum is what a K-quant's minimums multiply. The GPU keeps x in floats.",
+            va="center", fontsize=7.5)
+
+    # Bits a weight, to one scale: what decoding reads for each weight.
+    ax.plot([0.3, 11.7], [2.1, 2.1], color=LIGHT_GREY, linewidth=0.8)
+    ax.text(0.3, 1.8, "Bits a weight", fontsize=11, fontweight="bold", va="center")
+    ax.text(0.3, 1.55, "to one scale: what a\ndecoded token reads\nfor each weight; past "
+            "the\nblue and purple, the\nscales' and minimums'\nshare", fontsize=8, va="top",
+            linespacing=1.3)
+    rank = {"qs": 0, "ql": 0, "qh": 1, "d": 2, "scales": 2, "dmin": 3}
+    rows = [("F16", 2, 1, [(16.0, LIGHT_GREY)])]
+    for name in ("q8_0", "q6_K", "q5_0", "q4_K"):
+        n_bytes, n_elements, fields = formats[name]
+        parts = [(8 * size / n_elements, FIELD_FACES[field])
+                 for field, size, _ in sorted(fields, key=lambda field: rank[field[0]])]
+        rows.append((name.upper(), n_bytes, n_elements, parts))
+    per_bit, bar_height = 0.4, 0.2
+    for index, (name, n_bytes, n_elements, parts) in enumerate(rows):
+        row_y = 1.6 - index * 0.3
+        ax.text(strip_x - 0.08, row_y + bar_height / 2, name, ha="right", va="center",
+                fontsize=8, family="monospace", fontweight="bold")
+        left = strip_x
+        for bits, face in parts:
+            ax.add_patch(Rectangle((left, row_y), bits * per_bit, bar_height, facecolor=face,
+                                   edgecolor=INK, linewidth=0.5))
+            left += bits * per_bit
+        total = 8 * n_bytes / n_elements
+        ax.text(left + 0.1, row_y + bar_height / 2,
+                f"{total:g} bits = {f'{n_bytes / n_elements:.7f}'.rstrip('0').rstrip('.')} bytes"
+                + ("" if n_elements == 1 else f"  ({n_bytes} B / {n_elements})"),
+                va="center", fontsize=8)
+    return fig
+
+
 # ---- main ----
 
 FIGURES = {
@@ -1816,6 +2122,7 @@ FIGURES = {
     "step09_kernels": step09_kernels,
     "series_speed": series_speed,
     "decode_timeline": decode_timeline,
+    "block_formats": block_formats,
 }
 
 
