@@ -193,7 +193,12 @@ struct StepLog {
 TEST_CASE("the Decoder's greedy continuations equal transformers', with and without the graph") {
     if (!gpu_or_skip()) return;
     const TinyModel& model = tiny_model();
-    DeviceWeights weights = upload_weights(model.weights);
+    // F32 weights, so every decode product is in floats, as transformers' are. With the file's
+    // blocks the Decoder's products take 8-bit activations (step 11), which move the tiny
+    // model's logits by up to ~0.2 and its greedy choice where two logits are that close: those
+    // kernels are held to the CPU's 8-bit path in test_ops_cuda.cpp, and the whole 8-bit path
+    // to transformers' perplexity and greedy tokens on the real model (test_real_model.cpp).
+    DeviceWeights weights = upload_weights(model.weights, WeightPrecision::F32);
     for (bool use_graph : {true, false}) {
         CAPTURE(use_graph);
         DeviceKVCache cache = make_device_kv_cache(model.config, int(model.config.context_length));
@@ -220,8 +225,25 @@ TEST_CASE("the Decoder's greedy continuations equal transformers', with and with
         // Q8_0 (2); layer 2's Q BF16, K Q5_0, V Q6_K (3, and 1 quantize_q8 for them); the LM
         // head Q6_K (1). Besides those, the embedding, the LM head's 2 and 5 a layer.
         if (use_graph) CHECK(decoder.n_graph_kernels() == gpu::kernels_per_decode_step(weights));
-        CHECK(gpu::kernels_per_decode_step(weights) == 3 + (2 + 2) + (1 + 2) + (3 + 1) + 1 + 5 * 3);
+        // F32 on the device: one type for Q, K and V, no block matrix, 6 kernels a layer.
+        CHECK(gpu::kernels_per_decode_step(weights) == 3 + 6 * 3);
     }
+}
+
+TEST_CASE("a decode step's kernels: QKV launches by type, a quantize_q8 per block matrix") {
+    if (!gpu_or_skip()) return;
+    const TinyModel& model = tiny_model();
+    DeviceWeights weights = upload_weights(model.weights);
+    DeviceKVCache cache = make_device_kv_cache(model.config, 64);
+    gpu::Decoder decoder(model.config, weights, cache, true);
+    decoder.next_token({785, 3001}, nullptr);
+    decoder.next_token({12}, nullptr);  // the first one-token step captures the graph
+    // The tiny model on the device: layer 0's Q and K are F16, V BF16 (2 QKV launches), its
+    // Wo Q8_0 and Wdown Q5_0 (2 quantize_q8); layer 1's Q, K, V F16 (1), Wo Q4_K and Wdown
+    // Q8_0 (2); layer 2's Q BF16, K Q5_0, V Q6_K (3, and 1 quantize_q8 for them); the LM
+    // head Q6_K (1). Besides those, the embedding, the LM head's 2 and 5 a layer.
+    CHECK(decoder.n_graph_kernels() == gpu::kernels_per_decode_step(weights));
+    CHECK(gpu::kernels_per_decode_step(weights) == 3 + (2 + 2) + (1 + 2) + (3 + 1) + 1 + 5 * 3);
 }
 
 // Logs every step of a generation on `step` with a sampler (temperature 0.7, seed 7: the

@@ -1,13 +1,14 @@
 // bench_quant_dot.cpp - how fast step11's matmul_q8 multiplies Qwen2.5-0.5B's weight matrices,
 // with each dot kernel, beside step 5's matmul() and a plain read of memory (not a test).
 //
-//   mkdir -p build/bench && g++ -O2 -g -std=c++17 -Wall -Wextra -fopenmp \
-//       -Istep11_quantized_weights -Icommon tools/bench_quant_dot.cpp \
-//       step11_quantized_weights/{quant_dot,quant_dot_x86,dequantize,ggml_types,ops_cpu}.cpp \
-//       -o build/bench/bench_quant_dot
+//   mkdir -p build/bench
+//   g++ -O2 -g -std=c++17 -Wall -Wextra -fopenmp -Istep11_quantized_weights -Icommon
+//       tools/bench_quant_dot.cpp
+//       step11_quantized_weights/{quant_dot,quant_dot_x86,dequantize,ggml_types,ops_cpu}.cpp
+//       -o build/bench/bench_quant_dot                         (one command, on one line)
 //   OMP_NUM_THREADS=2 build/bench/bench_quant_dot [SECONDS]
 //
-// Every matrix has the shape and type of one in qwen2.5-coder-0.5b-instruct-q4_k_m.gguf (random
+// Every matrix has the shape and type of one in models/qwen2.5-coder-0.5b-instruct.gguf (random
 // blocks with sane scales: the speed does not depend on the values). Each measurement is the
 // median of runs over many copies of the matrix, taken in turn, so that every run reads its
 // weights from memory as a decode step does, not from a cache; SECONDS (default 1) is how long
@@ -92,15 +93,22 @@ double median_ms(double seconds, Run run) {
     return times[times.size() / 2];
 }
 
-// The bandwidth ceiling: a sum over 300 MB that no cache holds, by all threads.
-double memory_read_gbs(double seconds) {
+// The bandwidth ceiling: a sum over 300 MB that no cache holds, by all threads; with
+// `prefetch`, each thread also asks for the line 2 KB ahead, as matmul_q8 does (the hardware
+// prefetchers stop at every 4 KB page).
+double memory_read_gbs(double seconds, bool prefetch) {
     std::vector<uint64_t> buffer(300'000'000 / sizeof(uint64_t), 1);  // (37.5M)
+    constexpr int64_t kAhead = 2048 / sizeof(uint64_t), kLine = 64 / sizeof(uint64_t);
     uint64_t total = 0;
     double ms = median_ms(seconds, [&](int) {
         uint64_t sum = 0;
         const int64_t n = int64_t(buffer.size());
 #pragma omp parallel for schedule(static) reduction(+ : sum)
-        for (int64_t i = 0; i < n; i++) sum += buffer[i];
+        for (int64_t i = 0; i < n; i++) {
+            if (prefetch && i % kLine == 0 && i + kAhead < n)
+                __builtin_prefetch(&buffer[i + kAhead]);
+            sum += buffer[i];
+        }
         total += sum;
     });
     if (total == 0) std::printf("(impossible: the sum is 0)\n");  // keeps the loop alive
@@ -162,7 +170,9 @@ int main(int argc, char** argv) {
                 }
             }
         }
-        std::printf("\nmemory read (sum over 300 MB): %.2f GB/s\n", memory_read_gbs(seconds));
+        std::printf(
+            "\nmemory read (sum over 300 MB): %.2f GB/s, with software prefetch %.2f GB/s\n",
+            memory_read_gbs(seconds, false), memory_read_gbs(seconds, true));
         std::printf("\none decode step's matmuls (%.0f MB of weights):\n", decode_bytes / 1e6);
         for (size_t m = 0; m < methods.size(); m++)
             std::printf("  %-13s %8.2f ms  %6.2f GB/s\n", methods[m].name.c_str(), decode_ms[m],

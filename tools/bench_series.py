@@ -319,7 +319,8 @@ def run_step(engine, model, summary, args, clock, log_dir):
     if device == "cuda":
         gpu = GPU_BYTES.search(outcome.stderr)
         row.bytes_per_token = float(gpu[1]) * 1e9 if gpu else None
-        row.notes.append("16-bit weights on the GPU" if gpu else "no GB of weights per token on stderr")
+        weights = "the file's blocks on the GPU" if step >= "step11" else "16-bit weights on the GPU"
+        row.notes.append(weights if gpu else "no GB of weights per token on stderr")
     else:
         row.bytes_per_token = summary.weight_bytes_per_token()
         row.notes.append("the file's weights")
