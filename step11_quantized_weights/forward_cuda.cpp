@@ -119,7 +119,12 @@ int32_t next_token(const ModelConfig& config, const DeviceWeights& weights,
 
 static bool is_block_type(uint32_t type) { return ggml_type_info(type).block_size > 1; }
 
-int kernels_per_decode_step(const DeviceWeights& weights) {
+static bool wo_reads_merged_q8(const DeviceLayerWeights& layer, HeadShape heads) {
+    return is_block_type(layer.attn_output.type) && heads.head_dim % kQ8BlockSize == 0;
+}
+
+int kernels_per_decode_step(const ModelConfig& config, const DeviceWeights& weights) {
+    const HeadShape heads{int(config.n_heads), int(config.n_kv_heads), int(config.head_dim)};
     int n = 1 + 2 + is_block_type(lm_head(weights).type);  // embedding; LM head, next token
     for (const DeviceLayerWeights& layer : weights.layers) {
         const bool qk_one_type = layer.attn_k.type == layer.attn_q.type;
@@ -128,8 +133,11 @@ int kernels_per_decode_step(const DeviceWeights& weights) {
         // Step 11: quantize_q8 before each product of a block matrix.
         const bool qkv_blocks = is_block_type(layer.attn_q.type) ||
                                 is_block_type(layer.attn_k.type) || is_block_type(layer.attn_v.type);
-        n += qkv_blocks + is_block_type(layer.attn_output.type) +
-             is_block_type(layer.ffn_gate.type) + is_block_type(layer.ffn_down.type);
+        // (Wo's input needs none when the attention writes its blocks.)
+        const bool wo_quantize =
+            is_block_type(layer.attn_output.type) && !wo_reads_merged_q8(layer, heads);
+        n += qkv_blocks + wo_quantize + is_block_type(layer.ffn_gate.type) +
+             is_block_type(layer.ffn_down.type);
     }
     return n;
 }
@@ -158,16 +166,20 @@ void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
         qkv_rope_cache(b.q.data(), cache.keys(l), cache.values(l), b.x.data(),
                        layer.attn_norm.data(), eps, qkv_weights(layer), d, heads, config.rope_base,
                        slots, b.activation_q8.data(), stream);
+        // A block-type Wo takes the attention's output as 8-bit blocks, which the attention's
+        // last kernel writes as well (step 11).
+        const bool merge_writes_q8 = wo_reads_merged_q8(layer, heads);
         decode_attention(b.attn.data(), b.q.data(), cache.keys(l), cache.values(l),
-                         b.attention_scratch.data(), cache.capacity, heads, slots, stream);
+                         b.attention_scratch.data(), cache.capacity, heads, slots,
+                         merge_writes_q8 ? b.activation_q8.data() : nullptr, stream);
         matvec_add(b.x.data(), b.attn.data(), layer.attn_output.data.data(), layer.attn_output.type,
-                   q_dim, d, b.activation_q8.data(), stream);
+                   q_dim, d, b.activation_q8.data(), merge_writes_q8, stream);
         // Feed-forward sublayer: x += Wdown swiglu(Wgate h, Wup h), h = rmsnorm(x).
         gate_up_swiglu(b.ffn.data(), b.x.data(), layer.ffn_norm.data(), eps,
                        layer.ffn_gate.data.data(), layer.ffn_up.data.data(), layer.ffn_gate.type, d,
                        d_ff, b.activation_q8.data(), stream);
         matvec_add(b.x.data(), b.ffn.data(), layer.ffn_down.data.data(), layer.ffn_down.type, d_ff,
-                   d, b.activation_q8.data(), stream);
+                   d, b.activation_q8.data(), false, stream);
     }
     const DeviceMatrix& head = lm_head(weights);
     lm_head_argmax(b.logits.data(), b.argmax_scratch.data(), b.x.data(), weights.output_norm.data(),

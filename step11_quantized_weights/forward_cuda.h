@@ -71,8 +71,9 @@ struct DecodeBuffers {
 
 // Kernels in one decode step: the embedding, 6 a layer (7 where V's type on the device is not
 // Q's and K's, 8 where all three differ), the LM head and the final argmax, and (step 11) a
-// quantize_q8 before each product of a block matrix: up to 4 a layer and 1 for the LM head.
-int kernels_per_decode_step(const DeviceWeights& weights);
+// quantize_q8 before each product of a block matrix: up to 3 a layer (the attention writes Wo's
+// input blocks itself when head_dim is a multiple of 32, else 4) and 1 for the LM head.
+int kernels_per_decode_step(const ModelConfig& config, const DeviceWeights& weights);
 
 // Launches one decode step on `stream`: it runs the token in the slots at their position,
 // writes its key and value into the cache, and leaves the logits in buffers.logits, the

@@ -463,7 +463,7 @@ int main(int argc, char** argv) {
             gpu_decoder = std::make_unique<gpu::Decoder>(config, device_weights, device_cache,
                                                          options.use_graph);
             std::fprintf(stderr, "decode: %d kernels per token, %s\n",
-                         gpu::kernels_per_decode_step(device_weights),
+                         gpu::kernels_per_decode_step(config, device_weights),
                          options.use_graph ? "replayed as one CUDA graph"
                                            : "launched one by one (--no-graph)");
         }

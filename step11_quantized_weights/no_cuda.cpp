@@ -74,10 +74,10 @@ void qkv_rope_cache(float*, float*, float*, const float*, const float*, float, c
 }
 int64_t decode_attention_scratch(int, HeadShape) { no_gpu_code(); }
 void decode_attention(float*, const float*, const float*, const float*, float*, int, HeadShape,
-                      const DecodeSlots*, Stream) {
+                      const DecodeSlots*, BlockQ8*, Stream) {
     no_gpu_code();
 }
-void matvec_add(float*, const float*, const void*, uint32_t, int, int, BlockQ8*, Stream) {
+void matvec_add(float*, const float*, const void*, uint32_t, int, int, BlockQ8*, bool, Stream) {
     no_gpu_code();
 }
 void gate_up_swiglu(float*, const float*, const float*, float, const void*, const void*, uint32_t,

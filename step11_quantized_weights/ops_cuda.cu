@@ -162,6 +162,20 @@ __device__ float warp_max(float value) {
     return value;
 }
 
+// Step 11: a warp's 32 values, value i in lane i, as one BlockQ8: quantize_row_q8's arithmetic
+// (quant_dot.cpp), d = max |h| / 127 and q = h / d rounded to nearest even, and their sum.
+__device__ void quantize_in_warp(float h, BlockQ8& out) {
+    const int lane = threadIdx.x % kWarpSize;
+    const bool finite = __all_sync(kFullWarp, isfinite(h));
+    const float d = finite ? warp_max(fabsf(h)) / 127.0f : NAN;
+    const float q = finite && d != 0.0f ? fminf(fmaxf(rintf(h / d), -127.0f), 127.0f) : 0.0f;
+    out.q[lane] = int8_t(q);
+    int sum = int(q);
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+        sum += __shfl_xor_sync(kFullWarp, sum, offset);
+    if (lane == 0) out.d = d, out.sum = sum;
+}
+
 // ---- embedding: one thread per output element out[t][i] (as in step 6) ----
 
 template <typename Weight>
@@ -255,9 +269,11 @@ constexpr int kPiecesToSplitRow = 1024;  // a row of this many 16-byte pieces ta
 constexpr int kLoadBatch = 8;
 
 // Step 11: a block type's pieces hold more registers than a 16-byte load (its block's scales
-// come with it), so fewer of them are loaded ahead.
+// come with it), so the kernels that read two rows at once load fewer of them ahead.
+constexpr int kBlockBatch = 4;        // normed_dot_2rows, two rows
+constexpr int kMatvecBlockBatch = 8;  // matvec_kernel, one row
 template <typename Weight>
-constexpr int kLoadBatchOf = kBlockWeights<Weight> == 1 ? kLoadBatch : 4;
+constexpr int kLoadBatchOf = kBlockWeights<Weight> == 1 ? kLoadBatch : kBlockBatch;
 
 // The dot product of piece p of a row with the floats of x it multiplies (x + p * kPieceWeights).
 template <typename Weight, typename Piece>
@@ -291,7 +307,8 @@ __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int i
                               const BlockQ8* x_q8) {
     // BEGIN SOLUTION step09 matvec_kernel
     __shared__ float partial_sums[kMatvecWarps];
-    constexpr int kPerLoad = kPieceWeights<Weight>, kBatch = kLoadBatchOf<Weight>;
+    constexpr int kPerLoad = kPieceWeights<Weight>;
+    constexpr int kBatch = kBlockWeights<Weight> == 1 ? kLoadBatch : kMatvecBlockBatch;
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int rows_per_block = kMatvecWarps / warps_per_row;
     const int64_t row = int64_t(blockIdx.x) * rows_per_block + warp / warps_per_row;
@@ -691,9 +708,11 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
 
 // One block per query head. Its 4 warps take every 4th chunk, lanes the head's dimensions,
 // so the chunks' rows are read coalesced and 4 at a time; then the warps' sums are added.
+// Step 11: with out_q8, the head's outputs are also written as 8-bit blocks, the input of a
+// block-type Wo (warp w quantizes outputs 32w .. 32w + 31; head_dim must be a multiple of 32).
 __global__ void merge_chunks_kernel(float* out, ChunkPartials partials, int n_positions,
                                     const int32_t* position, int max_chunks, int n_heads,
-                                    int head_dim) {
+                                    int head_dim, BlockQ8* out_q8) {
     if (position) n_positions = *position + 1;
     const int n_chunks = chunk_layout(n_positions, max_chunks).n_chunks;
     // BEGIN SOLUTION step09 merge_chunks_kernel
@@ -734,6 +753,11 @@ __global__ void merge_chunks_kernel(float* out, ChunkPartials partials, int n_po
         out[head * head_dim + d] = value / total;
     }
     // END SOLUTION
+    if (out_q8 && threadIdx.x < head_dim) {  // whole warps: head_dim is a multiple of 32
+        float value = 0.0f;
+        for (int i = 0; i < kDecodeWarps; i++) value += warp_values[i][threadIdx.x];
+        quantize_in_warp(value / total, out_q8[(head * head_dim + threadIdx.x) / kQ8BlockSize]);
+    }
 }
 
 // ---- attention of a prompt: one block per (tile of 16 queries, query head) ----
@@ -870,7 +894,7 @@ void attention(float* out, const float* q, const float* k, const float* v, int n
             partials, q, k, v, n_positions, nullptr, max_chunks, n_heads, n_kv_heads, head_dim);
         check_launch("split_attention_kernel");
         merge_chunks_kernel<<<n_heads, kDecodeWarps * kWarpSize>>>(
-            out, partials, n_positions, nullptr, max_chunks, n_heads, head_dim);
+            out, partials, n_positions, nullptr, max_chunks, n_heads, head_dim, nullptr);
         check_launch("merge_chunks_kernel");
     } else {
         const dim3 grid((n_tokens + kQueryTile - 1) / kQueryTile, n_heads);
@@ -1107,15 +1131,7 @@ __global__ void quantize_q8_kernel(BlockQ8* out, const float* x, const float* no
     const int b = blockIdx.x * kQuantizeWarps + warp;
     if (b >= n / kQ8BlockSize) return;
     const int i = b * kQ8BlockSize + lane;
-    const float h = norm_weight ? x[i] * inv_rms * norm_weight[i] : x[i];
-    const bool finite = __all_sync(kFullWarp, isfinite(h));
-    const float d = finite ? warp_max(fabsf(h)) / 127.0f : NAN;
-    const float q = finite && d != 0.0f ? fminf(fmaxf(rintf(h / d), -127.0f), 127.0f) : 0.0f;
-    out[b].q[lane] = int8_t(q);
-    int sum = int(q);
-    for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
-        sum += __shfl_xor_sync(kFullWarp, sum, offset);
-    if (lane == 0) out[b].d = d, out[b].sum = sum;
+    quantize_in_warp(norm_weight ? x[i] * inv_rms * norm_weight[i] : x[i], out[b]);
 }
 
 void quantize_q8(BlockQ8* out, const float* x, const float* norm_weight, float eps, int n,
@@ -1244,8 +1260,11 @@ int64_t decode_attention_scratch(int capacity, HeadShape heads) {
 
 void decode_attention(float* out, const float* q, const float* k_cache, const float* v_cache,
                       float* scratch, int capacity, HeadShape heads, const DecodeSlots* slots,
-                      Stream stream) {
+                      BlockQ8* out_q8, Stream stream) {
     check_attention_shape(heads.n_heads, heads.n_kv_heads, heads.head_dim);
+    if (out_q8 && heads.head_dim % kQ8BlockSize != 0)
+        fail("gpu::decode_attention writes 8-bit blocks of heads of a multiple of 32, not %d",
+             heads.head_dim);
     const int grid_chunks = decode_grid_chunks(capacity, heads.n_kv_heads);
     const int max_chunks = max_decode_chunks(heads.n_kv_heads);
     const ChunkPartials partials = partials_in(scratch, grid_chunks, heads.n_heads);
@@ -1255,19 +1274,19 @@ void decode_attention(float* out, const float* q, const float* k_cache, const fl
                                        heads.n_heads, heads.n_kv_heads, heads.head_dim);
     check_launch("split_attention_kernel");
     merge_chunks_kernel<<<heads.n_heads, kDecodeWarps * kWarpSize, 0, stream>>>(
-        out, partials, 0, position, max_chunks, heads.n_heads, heads.head_dim);
+        out, partials, 0, position, max_chunks, heads.n_heads, heads.head_dim, out_q8);
     check_launch("merge_chunks_kernel");
 }
 
 // ---- matvec_add: x += W in, step 9's matvec with the residual add in its epilogue ----
 
 void matvec_add(float* x, const float* in, const void* w, uint32_t w_type, int in_dim, int out_dim,
-                BlockQ8* in_q8, Stream stream) {
+                BlockQ8* in_q8, bool in_q8_written, Stream stream) {
     if (out_dim == 0) return;
     const bool blocks = is_block_type(w_type);
     with_weight_type(w_type, "matvec_add", [&](auto tag) {
         using Weight = typename decltype(tag)::type;
-        if (blocks) quantize_q8(in_q8, in, nullptr, 0.0f, in_dim, stream);
+        if (blocks && !in_q8_written) quantize_q8(in_q8, in, nullptr, 0.0f, in_dim, stream);
         launch_matmul(x, in, static_cast<const Weight*>(w), 1, in_dim, out_dim, true, stream,
                       blocks ? in_q8 : nullptr);
     });

@@ -117,14 +117,17 @@ int64_t decode_attention_scratch(int capacity, HeadShape heads);
 // attention() for the one query at slots->position, over positions 0..slots->position: the
 // split kernel and its merge, the chunk layout worked out on the device from the position
 // (the same layout attention() chooses) with a grid sized for `capacity` positions.
+// Step 11: with out_q8 (not null), out's 8-bit blocks are written there too, for a block-type
+// Wo, by the merge kernel (head_dim a multiple of 32; else it fails).
 void decode_attention(float* out, const float* q, const float* k_cache, const float* v_cache,
                       float* scratch, int capacity, HeadShape heads, const DecodeSlots* slots,
-                      Stream stream);
+                      BlockQ8* out_q8, Stream stream);
 
 // x += in W^T: the matrix-vector product with the residual add in its epilogue (the attention
-// output and down projections). in_q8: in_dim / 32 blocks of scratch, for a block type.
+// output and down projections). in_q8: in_dim / 32 blocks of scratch, for a block type, which
+// already hold in's blocks when in_q8_written (decode_attention wrote them).
 void matvec_add(float* x, const float* in, const void* w, uint32_t w_type, int in_dim, int out_dim,
-                BlockQ8* in_q8, Stream stream);
+                BlockQ8* in_q8, bool in_q8_written, Stream stream);
 
 // out = silu(Wgate h) * (Wup h) with h = rmsnorm(x): a warp computes row i of both products,
 // so the two matrices must be of one type.

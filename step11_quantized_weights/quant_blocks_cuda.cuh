@@ -102,16 +102,12 @@ __device__ inline PieceQ8_0 load_piece(const BlockQ8_0* row, int p) {
     return PieceQ8_0{load_u16(block), load_8_bytes(block + 2 + 8 * (p % 4))};
 }
 __device__ inline void unpack(const PieceQ8_0& piece, int, float (&w)[8]) {
-    // BEGIN SOLUTION step11 unpack_q8_0
     const float d = half_bits_to_float(piece.d);
     for (int k = 0; k < 8; k++) w[k] = d * float(int8_t(byte_of(piece.q, k)));
-    // END SOLUTION
 }
 __device__ inline float dot_q8(const PieceQ8_0& piece, int, const ActivationPiece& x) {
-    // BEGIN SOLUTION step11 dot_q8_q8_0
     const int sum = __dp4a(int(piece.q.x), x.q.x, __dp4a(int(piece.q.y), x.q.y, 0));
     return half_bits_to_float(piece.d) * x.d * float(sum);
-    // END SOLUTION
 }
 __device__ inline float weight_at(const BlockQ8_0* row, int i) {
     const uint8_t* block = row[i / 32].bytes;
@@ -133,28 +129,24 @@ __device__ inline PieceQ5_0 load_piece(const BlockQ5_0* row, int p) {
     return PieceQ5_0{load_u16(block), block[2 + j], load_8_bytes(block + 6 + 8 * (j % 2))};
 }
 __device__ inline void unpack(const PieceQ5_0& piece, int p, float (&w)[8]) {
-    // BEGIN SOLUTION step11 unpack_q5_0
     const float d = half_bits_to_float(piece.d);
     const int shift = p % 4 >= 2 ? 4 : 0;  // weights 16..31 are the high nibbles
     for (int k = 0; k < 8; k++) {
         const int q = ((byte_of(piece.qs, k) >> shift) & 0xF) | (((piece.qh >> k) & 1) << 4);
         w[k] = d * float(q - 16);
     }
-    // END SOLUTION
 }
 // Fifth bits 0-3 of `bits` moved to bit 4 of bytes 0-3.
 __device__ inline uint32_t spread_4_bits(uint32_t bits) {
     return ((bits & 1) << 4) | ((bits & 2) << 11) | ((bits & 4) << 18) | ((bits & 8) << 25);
 }
 __device__ inline float dot_q8(const PieceQ5_0& piece, int p, const ActivationPiece& x) {
-    // BEGIN SOLUTION step11 dot_q8_q5_0
     const int shift = p % 4 >= 2 ? 4 : 0;
     const uint32_t low = ((piece.qs.x >> shift) & 0x0F0F0F0F) | spread_4_bits(piece.qh);
     const uint32_t high = ((piece.qs.y >> shift) & 0x0F0F0F0F) | spread_4_bits(piece.qh >> 4);
     // sum of (q - 16) * x = sum of q * x - 16 * sum of x
     const int sum = dot_8_bytes(low, high, x.q) - 16 * sum_8_bytes(x.q);
     return half_bits_to_float(piece.d) * x.d * float(sum);
-    // END SOLUTION
 }
 __device__ inline float weight_at(const BlockQ5_0* row, int i) {
     const uint8_t* block = row[i / 32].bytes;
@@ -198,7 +190,6 @@ __device__ inline void scale_min(const PieceQ4_K& piece, int sub, int& scale, in
     }
 }
 __device__ inline void unpack(const PieceQ4_K& piece, int p, float (&w)[8]) {
-    // BEGIN SOLUTION step11 unpack_q4_k
     const int sub = (p % 32) / 4;  // the sub-block of 32 weights
     int scale, min;
     scale_min(piece, sub, scale, min);
@@ -206,10 +197,8 @@ __device__ inline void unpack(const PieceQ4_K& piece, int p, float (&w)[8]) {
     const float m = half_bits_to_float(piece.d_dmin >> 16) * float(min);
     const int nibble = sub % 2 ? 4 : 0;  // the odd sub-block of a pair: the high nibbles
     for (int k = 0; k < 8; k++) w[k] = d * float((byte_of(piece.qs, k) >> nibble) & 0xF) - m;
-    // END SOLUTION
 }
 __device__ inline float dot_q8(const PieceQ4_K& piece, int p, const ActivationPiece& x) {
-    // BEGIN SOLUTION step11 dot_q8_q4_k
     const int sub = (p % 32) / 4;
     int scale, min;
     scale_min(piece, sub, scale, min);
@@ -219,7 +208,6 @@ __device__ inline float dot_q8(const PieceQ4_K& piece, int p, const ActivationPi
     // sum of (d * scale * q - dmin * min) * x_d * xq = x_d * (d * scale * sum(q xq) - dmin * min * sum(xq))
     const float d = half_bits_to_float(piece.d_dmin), dmin = half_bits_to_float(piece.d_dmin >> 16);
     return x.d * (d * float(scale * qx) - dmin * float(min * sum_8_bytes(x.q)));
-    // END SOLUTION
 }
 __device__ inline float weight_at(const BlockQ4_K* row, int i) {
     const BlockQ4_K* block = row + i / 256;
@@ -250,7 +238,6 @@ __device__ inline PieceQ6_K load_piece(const BlockQ6_K* row, int p) {
     return PieceQ6_K{load_8_bytes(ql), load_8_bytes(qh), load_u16(block + 208), scale};
 }
 __device__ inline void unpack(const PieceQ6_K& piece, int p, float (&w)[8]) {
-    // BEGIN SOLUTION step11 unpack_q6_k
     const int quarter = (8 * (p % 32) % 128) / 32;
     const int low_shift = quarter >= 2 ? 4 : 0, high_shift = 2 * quarter;
     const float d = half_bits_to_float(piece.d) * float(piece.scale);
@@ -259,10 +246,8 @@ __device__ inline void unpack(const PieceQ6_K& piece, int p, float (&w)[8]) {
                       (((byte_of(piece.qh, k) >> high_shift) & 3) << 4);
         w[k] = d * float(q - 32);
     }
-    // END SOLUTION
 }
 __device__ inline float dot_q8(const PieceQ6_K& piece, int p, const ActivationPiece& x) {
-    // BEGIN SOLUTION step11 dot_q8_q6_k
     const int quarter = (8 * (p % 32) % 128) / 32;
     const int low_shift = quarter >= 2 ? 4 : 0, high_shift = 2 * quarter;
     const uint32_t low = ((piece.ql.x >> low_shift) & 0x0F0F0F0F) |
@@ -271,7 +256,6 @@ __device__ inline float dot_q8(const PieceQ6_K& piece, int p, const ActivationPi
                           (((piece.qh.y >> high_shift) & 0x03030303) << 4);
     const int sum = dot_8_bytes(low, high, x.q) - 32 * sum_8_bytes(x.q);  // q - 32
     return half_bits_to_float(piece.d) * float(piece.scale) * x.d * float(sum);
-    // END SOLUTION
 }
 __device__ inline float weight_at(const BlockQ6_K* row, int i) {
     const BlockQ6_K* block = row + i / 256;

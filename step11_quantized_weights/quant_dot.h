@@ -58,8 +58,8 @@ float block_dot(uint32_t w_type, const void* w_row, const BlockQ8* x, int n, Dot
 // out = x W^T (ops_cpu.h's matmul) with each token's row of x quantized by quantize_row_q8
 // first, and OpenMP threads over the rows of W. For a type without a block dot product, or
 // rows that are not whole blocks, it is matmul() itself.
-void matmul_q8(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens,
-               int in_dim, int out_dim, DotKernel kernel);
+void matmul_q8(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens, int in_dim,
+               int out_dim, DotKernel kernel);
 
 // The partial sums a row's blocks went into, added in a fixed tree: lanes k and k + 4, then
 // those sums k and k + 2, then the last two. Every kernel ends a row with it.

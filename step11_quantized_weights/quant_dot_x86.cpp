@@ -156,18 +156,11 @@ AVX2_FUNCTION inline __m256 add_q4_k_group(__m256 acc, const uint8_t* block, __m
 }
 
 // Q6_K's sixteen signed sub-block scales, for activation block j (sub-blocks 2j and 2j + 1):
-// scale 2j in the low half of the register, 2j + 1 in the high half, as int16 (AVX2 multiplies
-// int16 pair sums by them) or int32 (VNNI multiplies its int32 lanes).
-AVX2_FUNCTION inline __m256i q6_k_scale_pair_16(__m128i scales, int j) {
+// scale 2j in the low half of the register, 2j + 1 in the high half, as int16.
+AVX2_FUNCTION inline __m256i q6_k_scale_pair(__m128i scales, int j) {
     const __m128i halves = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     __m128i pick = _mm_add_epi8(halves, _mm_set1_epi8(char(2 * j)));
     return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, pick));
-}
-
-AVX2_FUNCTION inline __m256i q6_k_scale_pair_32(__m128i scales, int j) {
-    const __m128i halves = _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-    __m128i pick = _mm_add_epi8(halves, _mm_set1_epi8(char(2 * j)));
-    return _mm256_cvtepi8_epi32(_mm_shuffle_epi8(scales, pick));
 }
 
 // Q6_K's 6-bit q of activation block k (k < 4) of one 128-element half, in element order, from
@@ -346,7 +339,7 @@ AVX2_FUNCTION void q6_k_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
             for (int k = 0; k < 4; k++) {
                 int j = 4 * h + k;
                 __m256i q = q6_k_values(ql_0, ql_1, qh, k);
-                __m256i scale_pair = q6_k_scale_pair_16(scales, j);
+                __m256i scale_pair = q6_k_scale_pair(scales, j);
 #pragma GCC unroll 4
                 for (int t = 0; t < kTokens; t++) {
                     __m256i xq = load_256(x[int64_t(t) * n_blocks + b + j].q);
@@ -366,8 +359,9 @@ AVX2_FUNCTION void q6_k_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
     for (int t = 0; t < kTokens; t++) out[t] = finish_row(acc[t]);
 }
 
-// ---- AVX-512 VNNI (on 256-bit registers: the float steps stay eight lanes wide, and the
-// 32 registers and byte masks of AVX-512VL/BW come along) ----
+// ---- AVX-512 VNNI, on 256-bit registers: the float steps stay eight lanes wide, and the 32
+// registers and byte masks of AVX-512VL/BW come along. Q6_K keeps the AVX2 kernel (see
+// simd_row_dots). ----
 
 // Eight int32 lanes, each the sum of four neighbouring products u[i] * s[i], in one vpdpbusd.
 VNNI_FUNCTION inline __m256i dot_u8_s8_vnni(__m256i u, __m256i s) {
@@ -383,13 +377,6 @@ VNNI_FUNCTION inline __m256i q5_0_values_vnni(const uint8_t* block) {
     __m256i fifth =
         _mm256_maskz_mov_epi8(__mmask32(load_u32(block + kQ5_0OffsetQh)), _mm256_set1_epi8(0x10));
     return _mm256_or_si256(q5_0_low_bits(block + kQ5_0OffsetQs), fifth);
-}
-
-// Q6_K, activation block j: (sum q * x - 32 * sum x) per four elements, times their scale.
-VNNI_FUNCTION inline __m256i q6_k_scaled_dot_vnni(__m256i q, __m256i xq, __m256i scale_pair) {
-    __m256i qx = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, xq);
-    __m256i offset = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(32), xq);
-    return _mm256_mullo_epi32(_mm256_sub_epi32(qx, offset), scale_pair);
 }
 
 template <int kTokens>
@@ -483,44 +470,6 @@ VNNI_FUNCTION void q4_k_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_
     for (int t = 0; t < kTokens; t++) out[t] = finish_row(acc[t]);
 }
 
-template <int kTokens>
-VNNI_FUNCTION void q6_k_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_blocks,
-                                  float* out) {
-    __m256 acc[kTokens];
-    for (__m256& a : acc) a = _mm256_setzero_ps();
-    for (int b = 0; b < n_blocks; b += kDotLanes) {
-        const uint8_t* block = w_row + int64_t(b / kDotLanes) * kQ6_KBytes;
-        __m128i scales =
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + kQ6_KOffsetScales));
-        __m256i pairs[kTokens][4];
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            __m256i ql_0 = load_256(block + 64 * h), ql_1 = load_256(block + 64 * h + 32);
-            __m256i qh = load_256(block + kQ6_KOffsetQh + 32 * h);
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; k++) {
-                int j = 4 * h + k;
-                __m256i q = q6_k_values(ql_0, ql_1, qh, k);
-                __m256i scale_pair = q6_k_scale_pair_32(scales, j);
-#pragma GCC unroll 4
-                for (int t = 0; t < kTokens; t++) {
-                    __m256i xq = load_256(x[int64_t(t) * n_blocks + b + j].q);
-                    __m256i v = q6_k_scaled_dot_vnni(q, xq, scale_pair);
-                    pair_up(pairs[t], j, v);
-                }
-            }
-        }
-        __m256 d = _mm256_set1_ps(f16_scalar(block + kQ6_KOffsetD));
-#pragma GCC unroll 4
-        for (int t = 0; t < kTokens; t++) {
-            const BlockQ8* xt = x + int64_t(t) * n_blocks + b;
-            acc[t] = add_scaled_sums(acc[t], d, activation_scales(xt, kDotLanes),
-                                     sum_block_pairs(pairs[t]));
-        }
-    }
-    for (int t = 0; t < kTokens; t++) out[t] = finish_row(acc[t]);
-}
-
 // F16C (the f16 -> float conversion) straight from cpuid: clang's __builtin_cpu_supports does
 // not know its name. In a virtual machine cpuid traps to the hypervisor, microseconds that
 // matmul_q8 would pay at every call: it is asked once.
@@ -560,7 +509,8 @@ RowDots simd_row_dots(DotKernel kernel, uint32_t w_type) {
             if (vnni) return {q4_k_rows_vnni<1>, q4_k_rows_vnni<kRowDotTokens>};
             return {q4_k_rows_avx2<1>, q4_k_rows_avx2<kRowDotTokens>};
         case GgmlType::Q6_K:
-            if (vnni) return {q6_k_rows_vnni<1>, q6_k_rows_vnni<kRowDotTokens>};
+            // vpdpbusd would need an int32 multiply by the sub-block scales after it, where
+            // vpmaddubsw's int16 pair sums take them in vpmaddwd: AVX2 is as fast here.
             return {q6_k_rows_avx2<1>, q6_k_rows_avx2<kRowDotTokens>};
         default: return {nullptr, nullptr};
     }

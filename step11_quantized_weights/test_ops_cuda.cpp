@@ -608,10 +608,21 @@ static void check_decode_attention_at(int capacity, std::vector<int> positions,
         DeviceBuffer<float> device_q(q), device_k(k_rows), device_v(v_rows);
         DeviceBuffer<float> out = poisoned(q_dim);
         DeviceBuffer<int32_t> slots = slots_at(0, position);
+        // Step 11: the output's 8-bit blocks too, when the head is whole blocks of 32.
+        const bool whole = heads.head_dim % kQ8BlockSize == 0;
+        DeviceBuffer<BlockQ8> out_q8 = q8_scratch(q_dim);
         gpu::decode_attention(out.data(), device_q.data(), device_k.data(), device_v.data(),
-                              scratch.data(), capacity, heads, as_slots(slots), nullptr);
+                              scratch.data(), capacity, heads, as_slots(slots),
+                              whole ? out_q8.data() : nullptr, nullptr);
         // attention()'s tolerance and reasons (check_attention above): the same kernels.
-        check_close(out.download(), expected, {1e-5, 1e-4}, q_dim);
+        const std::vector<float> gpu_out = out.download();
+        check_close(gpu_out, expected, {1e-5, 1e-4}, q_dim);
+        if (whole) {  // quantize_row_q8 of the very floats written: the same bytes
+            std::vector<BlockQ8> blocks(q_dim / kQ8BlockSize);
+            quantize_row_q8(gpu_out.data(), blocks.data(), q_dim);
+            const std::vector<BlockQ8> written = out_q8.download();
+            CHECK(std::memcmp(written.data(), blocks.data(), blocks.size() * sizeof(BlockQ8)) == 0);
+        }
     }
 }
 
@@ -648,7 +659,7 @@ TEST_CASE("matvec_add equals x + matmul: the residual add in the epilogue") {
             DeviceBuffer<uint8_t> device_w(w);
             DeviceBuffer<BlockQ8> in_q8 = q8_scratch(in_dim);
             gpu::matvec_add(device_x.data(), device_in.data(), device_w.data(), uint32_t(type),
-                            in_dim, out_dim, in_q8.data(), nullptr);
+                            in_dim, out_dim, in_q8.data(), false, nullptr);
             // matmul's tolerance (the same kernel), and then one float addition.
             check_close(device_x.download(), expected, {1e-4, 1e-4}, out_dim);
         }

@@ -6,6 +6,9 @@
 #
 #   tools/gpu_step11_record.sh OUT LLAMA_BENCH SIZE...      e.g. ... out /tmp/llama-bench 0.5b 1.5b 7b
 #
+# ENGINES (default step10,step11,llama.cpp) names the rows; any stepNN in it is built first
+# (tools/gpu_step11_variants.sh adds variants of step11 that way).
+#
 # The models are written in the order given, in the background, while the steps build; each
 # size is benchmarked as soon as its file is there. Needs what tools/gpu_series.sh needs.
 set -u
@@ -24,15 +27,19 @@ model_file() { echo "models/qwen2.5-$1-random-published-q4_k_m.gguf"; }
             --vocab "$vocab" -o "$(model_file "$size")" >>"$out/make-$size.log" 2>&1
     touch "$out/written-$size"
 done) &
-make -s -j"$(nproc)" CUDA_ARCHS="${CUDA_ARCHS:-90}" step04 step10 step11 >"$out/build.log" 2>&1 ||
+engines=${ENGINES:-step10,step11,llama.cpp}
+steps=$(echo "$engines" | tr , '\n' | grep '^step' | sed 's/-no-graph$//' | sort -u)
+# shellcheck disable=SC2086
+make -s -j"$(nproc)" CUDA_ARCHS="${CUDA_ARCHS:-90}" step04 $steps >"$out/build.log" 2>&1 ||
     { tail -n 20 "$out/build.log"; exit 1; }
 stamp built
 for size in "$@"; do
     while [ ! -f "$out/written-$size" ]; do sleep 1; done
     stamp "wrote $size"
     python3 tools/bench_series.py --model "$(model_file "$size")" --append \
-        --output "$out/series-512.md" --engines step10,step11,llama.cpp \
+        --output "$out/series-512.md" --engines "$engines" \
         --llama-bench "$llama_bench" --timeout 150 -c 8192 >"$out/bench-$size.log" 2>&1
     stamp "benchmarked $size"
-    grep -E '^\| (step|llama)' "$out/series-512.md" | tail -n 3 | cut -d'|' -f2,4,6,9
+    grep -E '^\| (step|llama)' "$out/series-512.md" | tail -n "$(echo "$engines" | tr , '\n' | wc -l)" |
+        cut -d'|' -f2,4,6,9
 done
