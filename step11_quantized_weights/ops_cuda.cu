@@ -269,9 +269,9 @@ constexpr int kPiecesToSplitRow = 1024;  // a row of this many 16-byte pieces ta
 constexpr int kLoadBatch = 8;
 
 // Step 11: a block type's pieces hold more registers than a 16-byte load (its block's scales
-// come with it), so the kernels that read two rows at once load fewer of them ahead.
-constexpr int kBlockBatch = 4;        // normed_dot_2rows, two rows
-constexpr int kMatvecBlockBatch = 8;  // matvec_kernel, one row
+// come with it), so fewer of them are loaded ahead. Measured (docs/bench/h200-step11.md): 8
+// ahead in matvec_kernel decoded 2 to 8% slower, 8 in the two-row kernels 5 to 15% slower.
+constexpr int kBlockBatch = 4;
 template <typename Weight>
 constexpr int kLoadBatchOf = kBlockWeights<Weight> == 1 ? kLoadBatch : kBlockBatch;
 
@@ -307,8 +307,7 @@ __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int i
                               const BlockQ8* x_q8) {
     // BEGIN SOLUTION step09 matvec_kernel
     __shared__ float partial_sums[kMatvecWarps];
-    constexpr int kPerLoad = kPieceWeights<Weight>;
-    constexpr int kBatch = kBlockWeights<Weight> == 1 ? kLoadBatch : kMatvecBlockBatch;
+    constexpr int kPerLoad = kPieceWeights<Weight>, kBatch = kLoadBatchOf<Weight>;
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int rows_per_block = kMatvecWarps / warps_per_row;
     const int64_t row = int64_t(blockIdx.x) * rows_per_block + warp / warps_per_row;

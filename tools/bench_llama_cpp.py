@@ -78,8 +78,28 @@ class GreedyRunner:
         return int(np.argmax(logits))
 
 
+def without_extra_buffers():
+    """Makes every Llama load its weights without llama.cpp's extra buffer types (its AMX tiles
+    and its repacked CPU layouts). On a CPU with AMX (amx_int8 in /proc/cpuinfo, as on the
+    Xeon of docs/bench/cpu-step11.md) llama-cpp-python 0.3.36 otherwise crashes in
+    llama_decode (a segfault, even on 4 tokens); the high-level Llama does not pass that
+    model parameter on, so its default is changed where Llama reads it. The cost: the weights
+    are read in the file's own block layout, as our steps read them, and llama.cpp may be
+    slower here than on a CPU where its repacking runs."""
+    bindings = llama_cpp.llama_cpp  # the module Llama calls it through
+    default_params = bindings.llama_model_default_params
+
+    def params():
+        model_params = default_params()
+        model_params.use_extra_bufts = False
+        return model_params
+
+    bindings.llama_model_default_params = params
+
+
 def main():
     args = parse_args()
+    without_extra_buffers()
     prompt_bytes = Path(args.prompt_file).read_bytes()
     n_gen = max(args.n_gen, args.check_greedy)  # enough tokens for --check-greedy K
 
