@@ -24,10 +24,8 @@ static void resize_state(RunState& s, const ModelConfig& config, int n_tokens, i
 // block-quantized W is multiplied with x rounded to 8-bit blocks, in integers (quant_dot.h).
 static void linear(float* y, const float* x, const WeightMatrix& w, int n_tokens,
                    const RunState& s) {
-    if (s.int8_activations)
-        matmul_q8(y, x, w.data, w.type, n_tokens, w.cols, w.rows, s.dot_kernel);
-    else
-        matmul(y, x, w.data, w.type, n_tokens, w.cols, w.rows);
+    if (s.int8_activations) matmul_q8(y, x, w.data, w.type, n_tokens, w.cols, w.rows, s.dot_kernel);
+    else matmul(y, x, w.data, w.type, n_tokens, w.cols, w.rows);
 }
 
 void forward(const ModelConfig& config, const Weights& weights, const std::vector<int32_t>& ids,

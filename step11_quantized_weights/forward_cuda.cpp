@@ -132,7 +132,8 @@ int kernels_per_decode_step(const ModelConfig& config, const DeviceWeights& weig
         n += (one_type ? 1 : qk_one_type ? 2 : 3) + 5;  // QKV; attention's 2, Wo, gate/up, down
         // Step 11: quantize_q8 before each product of a block matrix.
         const bool qkv_blocks = is_block_type(layer.attn_q.type) ||
-                                is_block_type(layer.attn_k.type) || is_block_type(layer.attn_v.type);
+                                is_block_type(layer.attn_k.type) ||
+                                is_block_type(layer.attn_v.type);
         // (Wo's input needs none when the attention writes its blocks.)
         const bool wo_quantize =
             is_block_type(layer.attn_output.type) && !wo_reads_merged_q8(layer, heads);
@@ -214,8 +215,8 @@ Decoder::Decoder(const ModelConfig& config, const DeviceWeights& weights, Device
     buffers_.logits.resize(weights.n_vocab);
     buffers_.attention_scratch.resize(decode_attention_scratch(cache.capacity, heads));
     buffers_.argmax_scratch.resize(lm_head_argmax_scratch());
-    const int widest_input = std::max({int(config.d_model), heads.n_heads * heads.head_dim,
-                                       int(config.d_ff)});
+    const int widest_input =
+        std::max({int(config.d_model), heads.n_heads * heads.head_dim, int(config.d_ff)});
     buffers_.activation_q8.resize((widest_input + kQ8BlockSize - 1) / kQ8BlockSize);
 }
 

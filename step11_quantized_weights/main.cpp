@@ -427,7 +427,8 @@ int main(int argc, char** argv) {
                          device_bytes(device_weights) / 1048576.0);
             if (!converted.empty()) {
                 std::string names;
-                for (const std::string& name : converted) names += (names.empty() ? "" : ", ") + name;
+                for (const std::string& name : converted)
+                    names += (names.empty() ? "" : ", ") + name;
                 std::fprintf(stderr,
                              "notice: matrices of %s converted to F16 on the GPU: no kernel "
                              "reads their blocks, or a gate/up pair had two types\n",

@@ -121,7 +121,7 @@ __device__ void unpack(const Piece& piece, int p, float (&w)[8], const Block*) {
 template <typename Weight>
 static bool pieces_fit(int dim, const void* w, const float* x, const float* g = nullptr) {
     const bool vectors_align = uintptr_t(x) % 16 == 0 && uintptr_t(g) % 16 == 0;
-    if (kBlockWeights<Weight> > 1) return vectors_align && dim % kBlockWeights<Weight> == 0;
+    if (kBlockWeights < Weight >> 1) return vectors_align && dim % kBlockWeights<Weight> == 0;
     return vectors_align && dim % kPieceWeights<Weight> == 0 && uintptr_t(w) % 16 == 0;
 }
 
@@ -195,8 +195,8 @@ void embedding(float* out, const void* table, uint32_t table_type, const int32_t
     unsigned blocks = blocks_for(n_threads);
     with_weight_type(table_type, "embedding", [&](auto tag) {
         using Weight = typename decltype(tag)::type;
-        embedding_kernel<<<blocks, kBlockSize, 0, stream>>>(
-            out, static_cast<const Weight*>(table), ids, n_tokens, dim);
+        embedding_kernel<<<blocks, kBlockSize, 0, stream>>>(out, static_cast<const Weight*>(table),
+                                                            ids, n_tokens, dim);
     });
     check_launch("embedding_kernel");
 }
@@ -294,7 +294,7 @@ __device__ float dot_piece(const Piece& piece, int p, const float* x, const Weig
 // The plain types never take this path; their overload exists so that the kernels compile.
 template <typename Weight, typename Piece>
 __device__ float dot_piece_q8(const Piece& piece, int p, const BlockQ8* x, const Weight*) {
-    if constexpr (kBlockWeights<Weight> > 1) return dot_q8(piece, p, activation_piece(x, p));
+    if constexpr (kBlockWeights < Weight >> 1) return dot_q8(piece, p, activation_piece(x, p));
     else return 0.0f;
 }
 
@@ -324,7 +324,8 @@ __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int i
                 decltype(load_piece(w_row, 0)) batch[kBatch];
 #pragma unroll
                 for (int j = 0; j < kBatch; j++)
-                    if (first + j * stride < n_pieces) batch[j] = load_piece(w_row, first + j * stride);
+                    if (first + j * stride < n_pieces)
+                        batch[j] = load_piece(w_row, first + j * stride);
 #pragma unroll
                 for (int j = 0; j < kBatch; j++) {
                     const int p = first + j * stride;
@@ -1060,18 +1061,21 @@ __device__ float2 normed_dot_2rows(const Weight* row_a, const Weight* row_b, con
 #pragma unroll
             for (int j = 0; j < kBatch; j++) {
                 const int p = first + j * kWarpSize;
-                if (p < n_pieces) batch_a[j] = load_piece(row_a, p), batch_b[j] = load_piece(row_b, p);
+                if (p < n_pieces)
+                    batch_a[j] = load_piece(row_a, p), batch_b[j] = load_piece(row_b, p);
             }
 #pragma unroll
             for (int j = 0; j < kBatch; j++) {
                 const int p = first + j * kWarpSize;
                 if (p >= n_pieces) continue;
-                if constexpr (kBlockWeights<Weight> > 1) {
+                if constexpr (kBlockWeights < Weight >> 1) {
                     sum_a += dot_piece_q8(batch_a[j], p, x_q8, row_a);
                     sum_b += dot_piece_q8(batch_b[j], p, x_q8, row_b);
                 } else {
-                    sum_a += dot_piece_normed(batch_a[j], p, x + p * kPerLoad, g + p * kPerLoad, row_a);
-                    sum_b += dot_piece_normed(batch_b[j], p, x + p * kPerLoad, g + p * kPerLoad, row_b);
+                    sum_a +=
+                        dot_piece_normed(batch_a[j], p, x + p * kPerLoad, g + p * kPerLoad, row_a);
+                    sum_b +=
+                        dot_piece_normed(batch_b[j], p, x + p * kPerLoad, g + p * kPerLoad, row_b);
                 }
             }
         }
@@ -1143,9 +1147,7 @@ void quantize_q8(BlockQ8* out, const float* x, const float* norm_weight, float e
     check_launch("quantize_q8_kernel");
 }
 
-static bool is_block_type(uint32_t type) {
-    return ggml_type_info(type).block_size > 1;
-}
+static bool is_block_type(uint32_t type) { return ggml_type_info(type).block_size > 1; }
 
 // ---- qkv_rope_cache: rmsnorm, Q/K/V products, biases, RoPE and the cache write ----
 //
@@ -1320,7 +1322,7 @@ void gate_up_swiglu(float* out, const float* x, const float* norm_weight, float 
         using Weight = typename decltype(tag)::type;
         const bool vectorized = pieces_fit<Weight>(d_model, w_gate, x, norm_weight) &&
                                 pieces_fit<Weight>(d_model, w_up, x, norm_weight);
-        if (kBlockWeights<Weight> > 1) quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
+        if (kBlockWeights < Weight >> 1) quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
         gate_up_swiglu_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
             out, x, norm_weight, eps, static_cast<const Weight*>(w_gate),
             static_cast<const Weight*>(w_up), d_model, d_ff, vectorized, x_q8);
@@ -1351,8 +1353,9 @@ __global__ void lm_head_argmax_kernel(float* logits, Candidate* block_winners, c
     for (int64_t row = int64_t(blockIdx.x) * kMatvecWarps + warp; row < n_vocab;
          row += 2 * stride) {
         const int64_t other = row + stride < n_vocab ? row + stride : row;
-        const float2 sums = normed_dot_2rows(row_start(w, row, d_model), row_start(w, other, d_model),
-                                             x, norm_weight, d_model, vectorized, x_q8);
+        const float2 sums =
+            normed_dot_2rows(row_start(w, row, d_model), row_start(w, other, d_model), x,
+                             norm_weight, d_model, vectorized, x_q8);
         const float logit = sums.x * inv_rms, other_logit = sums.y * inv_rms;
         if (lane == 0) {
             logits[row] = logit;
@@ -1389,7 +1392,7 @@ void lm_head_argmax(float* logits, void* scratch, const float* x, const float* n
     with_weight_type(w_type, "lm_head_argmax", [&](auto tag) {
         using Weight = typename decltype(tag)::type;
         const bool vectorized = pieces_fit<Weight>(d_model, w, x, norm_weight);
-        if (kBlockWeights<Weight> > 1) quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
+        if (kBlockWeights < Weight >> 1) quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
         lm_head_argmax_kernel<<<n_blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
             logits, winners, x, norm_weight, eps, static_cast<const Weight*>(w), d_model, n_vocab,
             vectorized, x_q8);

@@ -56,7 +56,8 @@ __device__ inline uint32_t load_u32(const uint8_t* p) {
 }
 // 8 bytes at a 2-byte aligned address, as two words: byte k of the 8 is byte k % 4 of word k / 4.
 __device__ inline uint2 load_8_bytes(const uint8_t* p) {
-    return make_uint2(load_u16(p) | (load_u16(p + 2) << 16), load_u16(p + 4) | (load_u16(p + 6) << 16));
+    return make_uint2(load_u16(p) | (load_u16(p + 2) << 16),
+                      load_u16(p + 4) | (load_u16(p + 6) << 16));
 }
 __device__ inline float half_bits_to_float(uint32_t bits) {
     return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
@@ -203,8 +204,8 @@ __device__ inline float dot_q8(const PieceQ4_K& piece, int p, const ActivationPi
     int scale, min;
     scale_min(piece, sub, scale, min);
     const int nibble = sub % 2 ? 4 : 0;
-    const int qx = dot_8_bytes((piece.qs.x >> nibble) & 0x0F0F0F0F,
-                               (piece.qs.y >> nibble) & 0x0F0F0F0F, x.q);
+    const int qx =
+        dot_8_bytes((piece.qs.x >> nibble) & 0x0F0F0F0F, (piece.qs.y >> nibble) & 0x0F0F0F0F, x.q);
     // sum of (d * scale * q - dmin * min) * x_d * xq = x_d * (d * scale * sum(q xq) - dmin * min * sum(xq))
     const float d = half_bits_to_float(piece.d_dmin), dmin = half_bits_to_float(piece.d_dmin >> 16);
     return x.d * (d * float(scale * qx) - dmin * float(min * sum_8_bytes(x.q)));
@@ -224,10 +225,10 @@ __device__ inline float weight_at(const BlockQ4_K* row, int i) {
 // l / 16 + 2 * quarter.
 
 struct PieceQ6_K {
-    uint2 ql;      // 8 bytes of ql
-    uint2 qh;      // 8 bytes of qh
-    uint32_t d;    // f16 bits
-    int32_t scale; // the piece's int8 scale
+    uint2 ql;       // 8 bytes of ql
+    uint2 qh;       // 8 bytes of qh
+    uint32_t d;     // f16 bits
+    int32_t scale;  // the piece's int8 scale
 };
 __device__ inline PieceQ6_K load_piece(const BlockQ6_K* row, int p) {
     const uint8_t* block = row[p / 32].bytes;
@@ -250,10 +251,10 @@ __device__ inline void unpack(const PieceQ6_K& piece, int p, float (&w)[8]) {
 __device__ inline float dot_q8(const PieceQ6_K& piece, int p, const ActivationPiece& x) {
     const int quarter = (8 * (p % 32) % 128) / 32;
     const int low_shift = quarter >= 2 ? 4 : 0, high_shift = 2 * quarter;
-    const uint32_t low = ((piece.ql.x >> low_shift) & 0x0F0F0F0F) |
-                         (((piece.qh.x >> high_shift) & 0x03030303) << 4);
-    const uint32_t high = ((piece.ql.y >> low_shift) & 0x0F0F0F0F) |
-                          (((piece.qh.y >> high_shift) & 0x03030303) << 4);
+    const uint32_t low =
+        ((piece.ql.x >> low_shift) & 0x0F0F0F0F) | (((piece.qh.x >> high_shift) & 0x03030303) << 4);
+    const uint32_t high =
+        ((piece.ql.y >> low_shift) & 0x0F0F0F0F) | (((piece.qh.y >> high_shift) & 0x03030303) << 4);
     const int sum = dot_8_bytes(low, high, x.q) - 32 * sum_8_bytes(x.q);  // q - 32
     return half_bits_to_float(piece.d) * float(piece.scale) * x.d * float(sum);
 }

@@ -88,8 +88,8 @@ static const RoundedModel& rounded_tiny_model() {
         m.weights.token_embd = rounded_to_half(m.weights.token_embd, m.storage);
         m.weights.output = m.weights.token_embd;  // tied
         for (LayerWeights& layer : m.weights.layers) {
-            for (WeightMatrix* w : {&layer.attn_q, &layer.attn_k, &layer.attn_v, &layer.attn_output,
-                                    &layer.ffn_down})
+            for (WeightMatrix* w :
+                 {&layer.attn_q, &layer.attn_k, &layer.attn_v, &layer.attn_output, &layer.ffn_down})
                 *w = rounded_to_half(*w, m.storage);
             // Gate and up of two types on the device both become F16 (device_weights.cpp).
             const bool one_type = layer.ffn_gate.type == layer.ffn_up.type;
@@ -224,7 +224,8 @@ TEST_CASE("the Decoder's greedy continuations equal transformers', with and with
         // Wo Q8_0 and Wdown Q5_0 (2 quantize_q8); layer 1's Q, K, V F16 (1), Wo Q4_K and Wdown
         // Q8_0 (2); layer 2's Q BF16, K Q5_0, V Q6_K (3, and 1 quantize_q8 for them); the LM
         // head Q6_K (1). Besides those, the embedding, the LM head's 2 and 5 a layer.
-        if (use_graph) CHECK(decoder.n_graph_kernels() == gpu::kernels_per_decode_step(model.config, weights));
+        if (use_graph)
+            CHECK(decoder.n_graph_kernels() == gpu::kernels_per_decode_step(model.config, weights));
         // F32 on the device: one type for Q, K and V, no block matrix, 6 kernels a layer.
         CHECK(gpu::kernels_per_decode_step(model.config, weights) == 3 + 6 * 3);
     }
@@ -408,9 +409,9 @@ TEST_CASE("upload keeps blocks the GPU reads and BF16, makes the others F16, cou
     };
     uint64_t expected = bytes_of(weights.token_embd) + 4 * d;
     for (const DeviceLayerWeights& layer : weights.layers) {
-        for (const DeviceMatrix* m : {&layer.attn_q, &layer.attn_k, &layer.attn_v,
-                                      &layer.attn_output, &layer.ffn_gate, &layer.ffn_up,
-                                      &layer.ffn_down}) {
+        for (const DeviceMatrix* m :
+             {&layer.attn_q, &layer.attn_k, &layer.attn_v, &layer.attn_output, &layer.ffn_gate,
+              &layer.ffn_up, &layer.ffn_down}) {
             CHECK(m->data.size() == bytes_of(*m));
             expected += bytes_of(*m);
         }

@@ -103,8 +103,7 @@ static void decode_matmul(float* out, const float* x, const std::vector<uint8_t>
                           int in_dim, int out_dim) {
     if (ggml_type_info(uint32_t(type)).block_size > 1)
         matmul_q8(out, x, w.data(), uint32_t(type), 1, in_dim, out_dim, best_dot_kernel());
-    else
-        matmul(out, x, w.data(), uint32_t(type), 1, in_dim, out_dim);
+    else matmul(out, x, w.data(), uint32_t(type), 1, in_dim, out_dim);
 }
 
 // Scratch for the 8-bit blocks of an input of n values.
@@ -239,9 +238,9 @@ TEST_CASE("gpu::matmul reads Q8_0, Q5_0, Q4_K and Q6_K blocks as dequantize() do
     // (n_tokens, in_dim, out_dim). One token: rows of 1 to 35 blocks of 256 (8960 is split over
     // 4 warps), and of 32-weight blocks, 3 to 28 of them (896: the 0.5B model's rows). More
     // tokens: the tiled GEMM, whose 16-deep k steps cut blocks and sub-blocks into slices.
-    const int shapes[][3] = {{1, 256, 33},  {1, 1536, 4867}, {1, 8960, 65},  {1, 96, 7},
-                             {1, 896, 130}, {7, 256, 1000},  {5, 1536, 517}, {65, 768, 129},
-                             {513, 256, 200}, {17, 8960, 33}, {3, 96, 64},   {33, 896, 70}};
+    const int shapes[][3] = {{1, 256, 33},    {1, 1536, 4867}, {1, 8960, 65},  {1, 96, 7},
+                             {1, 896, 130},   {7, 256, 1000},  {5, 1536, 517}, {65, 768, 129},
+                             {513, 256, 200}, {17, 8960, 33},  {3, 96, 64},    {33, 896, 70}};
     for (const auto& shape : shapes) {
         const int n_tokens = shape[0], in_dim = shape[1], out_dim = shape[2];
         for (GgmlType type : kBlockTypes) {
