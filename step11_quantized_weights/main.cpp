@@ -98,7 +98,10 @@ static void print_usage(std::FILE* out) {
         "  --seed N             the draws' seed (default: a random one, printed)\n"
         "\n"
         "Generation stops after N tokens, at the context limit, or at <|im_end|> or\n"
-        "<|endoftext|>.\n");
+        "<|endoftext|>.\n"
+        "\n"
+        "environment: QWEN_DOT_KERNEL=scalar|avx2|avx512vnni picks the CPU's integer dot\n"
+        "products (default: the fastest this CPU runs; all give the same results).\n");
 }
 
 static std::string read_file_bytes(const std::string& path) {

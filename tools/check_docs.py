@@ -48,7 +48,7 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-CODE_EXTENSIONS = r"(?:cpp|h|cu|inc|py|sh)"
+CODE_EXTENSIONS = r"(?:cpp|h|cuh|cu|inc|py|sh)"
 REFERENCE = re.compile(r"^((?:[\w.-]+/)*[\w.-]+\.%s): ([A-Za-z_~][\w~]*(?:::[A-Za-z_~][\w~]*)*)$" % CODE_EXTENSIONS)
 LINE_REFERENCE = re.compile(r"^(?:[\w.-]+/)*[\w.-]+\.%s:\d+" % CODE_EXTENSIONS)
 BARE_LINE = re.compile(r"\((?:line|lines) \d+[^)]*\)|（第 ?\d+(?:[–-]\d+)? ?行）")
