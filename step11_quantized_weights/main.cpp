@@ -1,6 +1,7 @@
-// step11: step10's program with the weights kept in the file's blocks: the GPU's kernels
-// dequantize Q8_0, Q5_0, Q4_K and Q6_K blocks in registers, and the CPU multiplies them with
-// 8-bit activations in integers (quant_dot.h). --perplexity measures what that costs.
+// step11: step10's program with the weights kept in the file's blocks of Q8_0, Q5_0, Q4_K and
+// Q6_K: both devices multiply them with 8-bit activations in integers when decoding (the CPU's
+// quant_dot.h, the GPU's dp4a), and the GPU's prompt dequantizes them into its GEMM's tiles.
+// --perplexity measures what the 8-bit activations cost.
 //
 //   make step11 && ./step11 models/tiny-qwen2.gguf -p "Once upon a time," -n 32 --seed 42
 //   ./step11 models/qwen2.5-coder-0.5b-instruct.gguf -i          chat; /reset, /exit
@@ -268,10 +269,11 @@ static Device choose_device(const Options& options) {
 }
 
 // --check: runs each model step on the GPU and on the CPU, prints how far apart their logits
-// are, and goes on with the GPU's token. Both read the file's blocks, the GPU with float
-// activations and the CPU with 8-bit ones (unless --f32-activations); other quantized types
-// the GPU reads rounded to F16 (device_weights.h). So on quantized files the two differ by
-// those roundings as well as by the order of the float sums.
+// are, and goes on with the GPU's token. Both read the file's blocks. The CPU rounds every
+// matmul's input to 8-bit blocks (unless --f32-activations); the GPU rounds a decode step's
+// the same way but runs a prompt with float activations, and reads other quantized types
+// rounded to F16 (device_weights.h). So on quantized files the two differ by those roundings
+// as well as by the order of the float sums.
 struct SideBySide {
     NextTokenFn on_gpu;
     NextTokenFn on_cpu;
