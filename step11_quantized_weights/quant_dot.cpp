@@ -19,6 +19,7 @@
 #include <limits>
 #include <vector>
 
+#include "block_fields.h"
 #include "error.h"
 #include "ggml_types.h"
 #include "half.h"
@@ -26,14 +27,6 @@
 #include "quant_dot_x86.h"
 
 namespace {
-
-uint16_t load_u16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
-
-uint32_t load_u32(const uint8_t* p) {
-    return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
-}
-
-float load_f16(const uint8_t* p) { return f16_to_f32(load_u16(p)); }
 
 // Round to nearest, ties to even, for |v| < 2^22: after adding 1.5 * 2^23 no bits are left for
 // a fraction, so the addition itself rounds (the default rounding mode is to nearest even) and
@@ -94,20 +87,6 @@ namespace {
 void add_to_lane(float* lanes, int b, float scale, float value) {
     float& lane = lanes[b % kDotLanes];
     lane = std::fma(scale, value, lane);
-}
-
-// Q4_K's 8 six-bit scales and 8 six-bit mins in 12 bytes, as dequantize.cpp unpacks them:
-//   bytes 0-3:  scale k (k < 4) in the low 6 bits; top 2 bits = bits 4-5 of scale k+4
-//   bytes 4-7:  min k   (k < 4) in the low 6 bits; top 2 bits = bits 4-5 of min k+4
-//   bytes 8-11: low 4 bits of scale k+4 | low 4 bits of min k+4 in the high nibble
-void unpack_k_scale_min(const uint8_t* scales, int k, int* scale, int* min) {
-    if (k < 4) {
-        *scale = scales[k] & 63;
-        *min = scales[k + 4] & 63;
-    } else {
-        *scale = (scales[k + 4] & 0x0F) | ((scales[k - 4] >> 6) << 4);
-        *min = (scales[k + 4] >> 4) | ((scales[k] >> 6) << 4);
-    }
 }
 
 // The four block dot products. Each takes a row of n_blocks * 32 weights and the row's

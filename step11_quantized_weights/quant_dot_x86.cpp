@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "block_fields.h"
 #include "ggml_types.h"
 
 #define AVX2_FUNCTION __attribute__((target("avx2,fma,f16c")))
@@ -40,12 +41,6 @@ namespace {
 static_assert(sizeof(BlockQ8) == 40 && sizeof(BlockQ8) % sizeof(float) == 0,
               "the gathers below step through BlockQ8 arrays in floats");
 constexpr int kBlockQ8Floats = int(sizeof(BlockQ8) / sizeof(float));
-
-uint32_t load_u32(const uint8_t* p) {
-    uint32_t value;
-    std::memcpy(&value, p, sizeof value);  // x86 is little-endian, as GGUF is
-    return value;
-}
 
 AVX2_FUNCTION inline __m256i load_256(const void* p) {
     return _mm256_loadu_si256(static_cast<const __m256i*>(p));
@@ -129,7 +124,7 @@ AVX2_FUNCTION inline __m256i q5_0_remove_offset(__m256i qx, const BlockQ8* x, in
     return _mm256_sub_epi32(qx, _mm256_slli_epi32(activation_sums(x, count), 4));
 }
 
-// Q4_K's eight 6-bit scales and mins (quant_dot.cpp's unpack_k_scale_min), four bytes at a
+// Q4_K's eight 6-bit scales and mins (block_fields.h's unpack_k_scale_min), four bytes at a
 // time: scale k+4 takes its low 4 bits from byte k+8 and its top 2 from bits 6-7 of byte k.
 AVX2_FUNCTION inline void q4_k_scales_mins(const uint8_t* packed, __m256i* scales, __m256i* mins) {
     uint32_t bytes_0_3 = load_u32(packed), bytes_4_7 = load_u32(packed + 4);
@@ -362,6 +357,11 @@ AVX2_FUNCTION void q6_k_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
 // ---- AVX-512 VNNI, on 256-bit registers: the float steps stay eight lanes wide, and the 32
 // registers and byte masks of AVX-512VL/BW come along. Q6_K keeps the AVX2 kernel (see
 // simd_row_dots). ----
+//
+// The row kernels below repeat the AVX2 ones but for their integer dot (dot_u8_s8_vnni,
+// q5_0_values_vnni). One template for both cannot be: a function's target attribute is its
+// instruction set, every instantiation of a template gets the same one, and an AVX2 kernel
+// compiled with AVX-512 allowed could use it on a CPU without.
 
 // Eight int32 lanes, each the sum of four neighbouring products u[i] * s[i], in one vpdpbusd.
 VNNI_FUNCTION inline __m256i dot_u8_s8_vnni(__m256i u, __m256i s) {

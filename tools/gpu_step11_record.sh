@@ -19,14 +19,10 @@ shift 2
 mkdir -p "$out" models
 start=$SECONDS
 stamp() { echo "[$((SECONDS - start)) s] $*"; }
-vocab=${QWEN_TOKENIZER_DIR:-../shared/qwen-tokenizer}/qwen-bpe-vocab.gguf
-model_file() { echo "models/qwen2.5-$1-random-published-q4_k_m.gguf"; }
-(for size in "$@"; do
-    [ -f "$(model_file "$size")" ] ||
-        python3 tools/make_tiny_model.py --preset "$size" --types q4_k_m --as-published \
-            --vocab "$vocab" -o "$(model_file "$size")" >>"$out/make-$size.log" 2>&1
-    touch "$out/written-$size"
-done) &
+# shellcheck source=tools/gpu_checks.sh
+source tools/gpu_checks.sh
+model_file() { random_file "$1" q4_k_m; }
+write_random_files q4_k_m "$@"
 engines=${ENGINES:-step10,step11,llama.cpp}
 steps=$(echo "$engines" | tr , '\n' | grep '^step' | sed 's/-no-graph$//' | sort -u)
 # shellcheck disable=SC2086

@@ -218,22 +218,20 @@ REGIONS = {
             ["quant_dot: block_dot is within the bound of the float dot product, a wrong scale not",
              "quant_dot: the AVX2 kernel equals the scalar kernel bit for bit",
              "quant_dot: the AVX-512 VNNI kernel equals the scalar kernel bit for bit"],
-            helpers=["add_to_lane", "load_f16"]),
+            helpers=["add_to_lane"]),
         "block_dot_q5_0_scalar": Region(
             "for each 22-byte block b: rebuild the 32 five-bit q (qs nibbles, qh bits), isum = "
             "sum of (q - 16) * x[b].q, then add_to_lane(lanes, b, d * x[b].d, float(isum))",
             ["quant_dot: block_dot is within the bound of the float dot product, a wrong scale not",
              "quant_dot: the AVX2 kernel equals the scalar kernel bit for bit",
-             "quant_dot: the AVX-512 VNNI kernel equals the scalar kernel bit for bit"],
-            helpers=["load_u32"]),
+             "quant_dot: the AVX-512 VNNI kernel equals the scalar kernel bit for bit"]),
         "block_dot_q4_k_scalar": Region(
             "for each sub-block j of 32 of each 144-byte super-block: A = scale * sum of q * "
             "x.q, B = min * x.sum (unpack_k_scale_min), y = fma(d, A, -(dmin * B)), then "
             "add_to_lane(lanes, 8s + j, x.d, y)",
             ["quant_dot: block_dot is within the bound of the float dot product, a wrong scale not",
              "quant_dot: the AVX2 kernel equals the scalar kernel bit for bit",
-             "quant_dot: the AVX-512 VNNI kernel equals the scalar kernel bit for bit"],
-            helpers=["unpack_k_scale_min"]),
+             "quant_dot: the AVX-512 VNNI kernel equals the scalar kernel bit for bit"]),
         "block_dot_q6_k_scalar": Region(
             "for each activation block j of 32 of each 210-byte super-block: the two 16-weight "
             "sums of (q - 32) * x.q, each times its int8 scale, I = their sum, then "
