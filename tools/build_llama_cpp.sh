@@ -15,17 +15,27 @@ cd "$(dirname "$0")/.."
 out=${1:-build/llama}
 version=0.3.36  # vendors llama.cpp commit 0c1e570
 mkdir -p "$out"
-tarball=$out/llama_cpp_python-$version.tar.gz
-[ -f "$tarball" ] || python3 -m pip download --no-deps --no-binary :all: \
-    "llama-cpp-python==$version" -d "$out"
-[ -d "$out/llama_cpp_python-$version" ] || tar xzf "$tarball" -C "$out"
-source=$out/llama_cpp_python-$version/vendor/llama.cpp
-cmake -S "$source" -B "$out/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+if [ -n "${LLAMA_SRC_TARBALL:-}" ]; then
+    # The same tree, trimmed of models, docs, tests, examples and the other backends' code
+    # (tools/gpu_step12.sh carries it to the device machine, which cannot reach PyPI).
+    tar xJf "$LLAMA_SRC_TARBALL" -C "$out"
+    source=$out/llama-src
+else
+    tarball=$out/llama_cpp_python-$version.tar.gz
+    [ -f "$tarball" ] || python3 -m pip download --no-deps --no-binary :all: \
+        "llama-cpp-python==$version" -d "$out"
+    [ -d "$out/llama_cpp_python-$version" ] || tar xzf "$tarball" -C "$out"
+    source=$out/llama_cpp_python-$version/vendor/llama.cpp
+fi
+generator=$(command -v ninja >/dev/null && echo Ninja || echo "Unix Makefiles")
+# No git above the source: the commit is given, and cmake must not ask this repository's git.
+export GIT_CEILING_DIRECTORIES=$out
+cmake -S "$source" -B "$out/build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DGGML_CUDA_NCCL=OFF -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-    -DLLAMA_BUILD_SERVER=OFF
+    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_COMMIT=0c1e570
 nice cmake --build "$out/build" -j"$(nproc)" --target llama-bench llama-quantize
 mkdir -p .carry/series
 strip -o "$out/llama-bench" "$out/build/bin/llama-bench"
-gzip -9 -c "$out/llama-bench" >.carry/series/llama-bench.gz
+gzip -6 -c "$out/llama-bench" >.carry/series/llama-bench.gz
 echo "$out/build/bin/llama-bench built; packed into .carry/series/llama-bench.gz"

@@ -1,0 +1,300 @@
+// gemm_tensor_cores.cu - step 12: out = x W^T for a prompt, on the tensor cores.
+//
+// Step 9's tiled GEMM (ops_cuda.cu) does its multiply-adds one FMA instruction at a time, 32 a
+// warp. A tensor core takes a whole 16 x 16 x 8 product in one mma instruction (4096 multiply-
+// adds a warp), on operands of 16 bits. So the work of this kernel is less the arithmetic than
+// keeping those instructions fed:
+//
+//   1. Tiles. A block of 8 warps computes a tile of kTileTokens x 128 outputs. It walks in_dim
+//      32 at a time; each step brings a (tokens, 32) slice of x and a (128, 32) slice of W into
+//      shared memory, and each warp multiplies its (tokens / 2, 32) share of the tile with
+//      4 x 2 x (tokens / 32) mma per 16 of in_dim.
+//   2. Operands of 16 bits. mma multiplies F16 or BF16. x is rounded to F16 once, before the
+//      kernel (BF16 when W is BF16, whose values may not fit F16's range), into a scratch matrix
+//      padded to whole tiles, so the kernel never checks an edge of x. A block matrix's
+//      weights are dequantized to F16 on their way into shared memory.
+//   3. ldmatrix. Each lane of an mma holds fixed elements of its tiles (tensor_core_ptx.cuh);
+//      ldmatrix loads a warp's 8 x 8 tiles from shared memory straight into that layout.
+//   4. Rows padded to 80 bytes. ldmatrix reads 8 rows of 16 bytes at once; with 64-byte rows
+//      (32 values) rows 0, 2, 4, 6 would fall on the same memory banks and be read one after
+//      the other. 8 values of padding a row put the 8 reads on 8 different banks.
+//   5. cp.async and two stages. Step k + 1's slices are copied into the second half of shared
+//      memory while step k is multiplied out of the first, without a round trip through
+//      registers; a block matrix's pieces go through registers (they are unpacked), loaded
+//      before step k's multiplications and stored after them.
+//
+// Hopper's own tensor-core instructions (wgmma: a warp group of 128 threads multiplying tiles
+// straight out of shared memory, fed by the TMA copy engine) are the next level; mma.sync
+// runs on every GPU since Ampere and shows every part of the pipeline.
+#include "gemm_tensor_cores.h"
+
+#include <algorithm>
+
+#include "cuda_check.h"
+#include "cuda_device.h"
+#include "device_buffer.h"
+#include "tensor_core_ptx.cuh"
+#include "weight_pieces.cuh"
+
+namespace gpu {
+
+constexpr int kTileOutputs = 128, kTileDepth = 32;
+constexpr int kTcWarpsTokens = 2, kTcWarpsOutputs = 4;  // 8 warps: 2 x 4 of the tile
+constexpr int kTcThreads = 32 * kTcWarpsTokens * kTcWarpsOutputs;
+constexpr int kRowStride = kTileDepth + 8;  // values a tile row takes in shared memory (80 bytes)
+constexpr int kWarpOutputs = kTileOutputs / kTcWarpsOutputs;  // 32: 4 mma columns of 8
+constexpr int kChunkValues = 8;                               // 16 bytes of 16-bit values
+constexpr int kChunksPerRow = kTileDepth / kChunkValues;      // 4
+
+// How a block gets its slice of W into shared memory.
+enum class WeightPath {
+    Copy,     // cp.async: F16 or BF16 rows whose 16-byte pieces are 16-byte aligned
+    Pieces,   // a block type: load_piece and unpack 8 weights, round them to F16, store
+    Singles,  // F16 or BF16 rows of a length not a multiple of 8: weight_at, one at a time
+};
+
+template <typename Operand, int kTileTokens>
+struct GemmTiles {
+    Operand x[2][kTileTokens][kRowStride];   // (stage, token, k) of the operand matrix
+    Operand w[2][kTileOutputs][kRowStride];  // (stage, output, k) of W
+};
+
+// A thread's share of one slice of W: the (row, k chunk) pairs it fills, kRowsPerThread of them.
+constexpr int kWeightChunks = kTileOutputs * kChunksPerRow / kTcThreads;  // 2
+
+template <typename Operand, typename Weight, WeightPath path>
+struct WeightSlice {
+    uint4 values[kWeightChunks];  // 8 rounded weights a chunk (Pieces, Singles)
+};
+
+// Loads the chunks of W's slice at k0 that this thread owns: issues cp.async (Copy) or fills
+// slice.values (Pieces, Singles). Rows past out_dim, and for Singles k past in_dim, are zeros.
+template <typename Operand, typename Weight, WeightPath path>
+__device__ void load_weight_slice(WeightSlice<Operand, Weight, path>& slice,
+                                  Operand (*w_tile)[kRowStride], const Weight* w, int first_output,
+                                  int k0, int in_dim, int out_dim) {
+#pragma unroll
+    for (int j = 0; j < kWeightChunks; j++) {
+        const int chunk = threadIdx.x + j * kTcThreads;
+        const int row = chunk / kChunksPerRow, k = k0 + (chunk % kChunksPerRow) * kChunkValues;
+        const int w_row = first_output + row;
+        const bool inside = w_row < out_dim && k < in_dim;
+        const Weight* row_start_w = row_start(w, inside ? w_row : 0, in_dim);
+        if constexpr (path == WeightPath::Copy) {
+            copy_async_16(&w_tile[row][k - k0], inside ? row_start_w + k : w, inside);
+        } else if constexpr (path == WeightPath::Pieces) {
+            float weights[8] = {};
+            if (inside) unpack(load_piece(row_start_w, k / 8), k / 8, weights, row_start_w);
+            slice.values[j] = make_uint4(pack_pair<Operand>(weights[0], weights[1]),
+                                         pack_pair<Operand>(weights[2], weights[3]),
+                                         pack_pair<Operand>(weights[4], weights[5]),
+                                         pack_pair<Operand>(weights[6], weights[7]));
+        } else {
+            float weights[8];
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                weights[e] = inside && k + e < in_dim ? weight_at(row_start_w, k + e) : 0.0f;
+            slice.values[j] = make_uint4(pack_pair<Operand>(weights[0], weights[1]),
+                                         pack_pair<Operand>(weights[2], weights[3]),
+                                         pack_pair<Operand>(weights[4], weights[5]),
+                                         pack_pair<Operand>(weights[6], weights[7]));
+        }
+    }
+}
+
+// The register half of load_weight_slice: its chunks into shared memory (not for Copy).
+template <typename Operand, typename Weight, WeightPath path>
+__device__ void store_weight_slice(const WeightSlice<Operand, Weight, path>& slice,
+                                   Operand (*w_tile)[kRowStride]) {
+    if constexpr (path != WeightPath::Copy) {
+#pragma unroll
+        for (int j = 0; j < kWeightChunks; j++) {
+            const int chunk = threadIdx.x + j * kTcThreads;
+            *reinterpret_cast<uint4*>(&w_tile[chunk / kChunksPerRow]
+                                             [(chunk % kChunksPerRow) * kChunkValues]) =
+                slice.values[j];
+        }
+    }
+}
+
+// The slice of the operand matrix at k0: kTileTokens rows of 4 chunks, by cp.async. The matrix
+// is padded with zeros to whole tiles (padded_dim a multiple of kTileDepth), so no chunk is out.
+template <typename Operand, int kTileTokens>
+__device__ void load_x_slice(Operand (*x_tile)[kRowStride], const Operand* x, int first_token,
+                             int k0, int padded_dim) {
+    constexpr int kChunks = kTileTokens * kChunksPerRow;
+#pragma unroll
+    for (int chunk = threadIdx.x; chunk < kChunks; chunk += kTcThreads) {
+        const int row = chunk / kChunksPerRow, k = (chunk % kChunksPerRow) * kChunkValues;
+        copy_async_16(&x_tile[row][k], x + int64_t(first_token + row) * padded_dim + k0 + k, true);
+    }
+}
+
+template <typename Operand, typename Weight, WeightPath path, int kTileTokens>
+__global__ void __launch_bounds__(kTcThreads)
+    tensor_core_gemm_kernel(float* out, const Operand* x, const Weight* w, int n_tokens,
+                            int in_dim, int padded_dim, int out_dim) {
+    constexpr int kWarpTokens = kTileTokens / kTcWarpsTokens;  // 64 or 32
+    constexpr int kFragsTokens = kWarpTokens / 16;             // mma rows of 16: 4 or 2
+    constexpr int kFragsOutputs = kWarpOutputs / 8;            // mma columns of 8: 4
+    __shared__ __align__(128) GemmTiles<Operand, kTileTokens> tiles;
+    const int first_token = blockIdx.y * kTileTokens, first_output = blockIdx.x * kTileOutputs;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int warp_tokens = (warp / kTcWarpsOutputs) * kWarpTokens;
+    const int warp_outputs = (warp % kTcWarpsOutputs) * kWarpOutputs;
+    const int n_steps = padded_dim / kTileDepth;
+    // BEGIN SOLUTION step12 tensor_core_gemm_kernel
+    float acc[kFragsTokens][kFragsOutputs][4] = {};
+    WeightSlice<Operand, Weight, path> slice;
+
+    load_x_slice<Operand, kTileTokens>(tiles.x[0], x, first_token, 0, padded_dim);
+    load_weight_slice(slice, tiles.w[0], w, first_output, 0, in_dim, out_dim);
+    store_weight_slice(slice, tiles.w[0]);
+    copy_async_commit();
+    for (int step = 0; step < n_steps; step++) {
+        const int stage = step % 2, next = 1 - stage;
+        const bool has_next = step + 1 < n_steps;
+        // Step + 1's slices start on their way into the other stage...
+        if (has_next) {
+            const int k0 = (step + 1) * kTileDepth;
+            load_x_slice<Operand, kTileTokens>(tiles.x[next], x, first_token, k0, padded_dim);
+            load_weight_slice(slice, tiles.w[next], w, first_output, k0, in_dim, out_dim);
+        }
+        copy_async_commit();
+        copy_async_wait<1>();  // ...while this step's, committed one group earlier, are in
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < kTileDepth; kk += 16) {
+            // A's quarters: lanes 0-15 give rows 0-15 at column kk, lanes 16-31 at kk + 8.
+            uint32_t a[kFragsTokens][4];
+#pragma unroll
+            for (int i = 0; i < kFragsTokens; i++)
+                load_matrix_x4(a[i], &tiles.x[stage][warp_tokens + 16 * i + lane % 16]
+                                               [kk + (lane / 16) * 8]);
+            // B for two columns of 8 at once: lanes 0-7 rows 0-7 at kk, 8-15 the same rows at
+            // kk + 8, 16-31 rows 8-15 likewise.
+#pragma unroll
+            for (int j = 0; j < kFragsOutputs; j += 2) {
+                uint32_t b[4];
+                load_matrix_x4(b, &tiles.w[stage][warp_outputs + 8 * j + lane % 8 + (lane / 16) * 8]
+                                                 [kk + ((lane / 8) % 2) * 8]);
+#pragma unroll
+                for (int i = 0; i < kFragsTokens; i++) {
+                    mma_16x8x16<Operand>(acc[i][j], a[i], b[0], b[1]);
+                    mma_16x8x16<Operand>(acc[i][j + 1], a[i], b[2], b[3]);
+                }
+            }
+        }
+        if (has_next) store_weight_slice(slice, tiles.w[next]);
+        __syncthreads();  // this stage is read before step + 2 overwrites it
+    }
+    // END SOLUTION
+
+    // acc[i][j] holds rows group and group + 8 of mma tile (i, j), columns pair and pair + 1.
+    const int group = lane / 4, pair = 2 * (lane % 4);
+#pragma unroll
+    for (int i = 0; i < kFragsTokens; i++)
+#pragma unroll
+        for (int j = 0; j < kFragsOutputs; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int t = first_token + warp_tokens + 16 * i + group + (e / 2) * 8;
+                const int o = first_output + warp_outputs + 8 * j + pair + e % 2;
+                if (t < n_tokens && o < out_dim) out[int64_t(t) * out_dim + o] = acc[i][j][e];
+            }
+}
+
+// x (n_tokens, in_dim) rounded to the operand type into (padded_tokens, padded_dim), zeros
+// around it: one thread per element of the padded matrix.
+template <typename Operand>
+__global__ void round_operands_kernel(Operand* out, const float* x, int n_tokens, int in_dim,
+                                      int padded_tokens, int padded_dim) {
+    const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= int64_t(padded_tokens) * padded_dim) return;
+    const int t = int(i / padded_dim), k = int(i % padded_dim);
+    out[i] = to_operand<Operand>(t < n_tokens && k < in_dim ? x[int64_t(t) * in_dim + k] : 0.0f);
+}
+
+bool tensor_cores_take(uint32_t w_type) {
+    switch (GgmlType(w_type)) {
+        case GgmlType::F16:
+        case GgmlType::BF16:
+        case GgmlType::Q8_0:
+        case GgmlType::Q5_0:
+        case GgmlType::Q4_K:
+        case GgmlType::Q6_K: return true;
+        default: return false;
+    }
+}
+
+int tensor_core_tile_tokens(int n_tokens, int out_dim) {
+    const int64_t column_tiles = (out_dim + kTileOutputs - 1) / kTileOutputs;
+    const int64_t tall_tiles = column_tiles * ((n_tokens + 127) / 128);
+    return tall_tiles >= multiprocessor_count() ? 128 : 64;
+}
+
+// The rounded operand matrix, in device memory kept between calls like the attention's scratch.
+static void* operand_scratch(size_t bytes) {
+    static DeviceBuffer<uint8_t> scratch;
+    scratch.resize(bytes);
+    return scratch.data();
+}
+
+template <typename Operand, typename Weight, WeightPath path, int kTileTokens>
+static void launch_tiles(float* out, const Operand* x, const Weight* w, int n_tokens, int in_dim,
+                         int padded_dim, int out_dim) {
+    const dim3 grid((out_dim + kTileOutputs - 1) / kTileOutputs,
+                    (n_tokens + kTileTokens - 1) / kTileTokens);
+    tensor_core_gemm_kernel<Operand, Weight, path, kTileTokens>
+        <<<grid, kTcThreads>>>(out, x, w, n_tokens, in_dim, padded_dim, out_dim);
+    check_launch("tensor_core_gemm_kernel");
+}
+
+template <typename Operand, typename Weight, WeightPath path>
+static void launch_gemm(float* out, const float* x, const Weight* w, int n_tokens, int in_dim,
+                        int out_dim) {
+    const int tile_tokens = tensor_core_tile_tokens(n_tokens, out_dim);
+    const int padded_tokens = (n_tokens + 127) / 128 * 128;  // whole tiles of either height
+    const int padded_dim = (in_dim + kTileDepth - 1) / kTileDepth * kTileDepth;
+    const int64_t n_operands = int64_t(padded_tokens) * padded_dim;
+    Operand* operands = static_cast<Operand*>(operand_scratch(n_operands * sizeof(Operand)));
+    round_operands_kernel<Operand><<<unsigned((n_operands + 255) / 256), 256>>>(
+        operands, x, n_tokens, in_dim, padded_tokens, padded_dim);
+    check_launch("round_operands_kernel");
+    if (tile_tokens == 128)
+        launch_tiles<Operand, Weight, path, 128>(out, operands, w, n_tokens, in_dim, padded_dim,
+                                                 out_dim);
+    else
+        launch_tiles<Operand, Weight, path, 64>(out, operands, w, n_tokens, in_dim, padded_dim,
+                                                out_dim);
+}
+
+void tensor_core_matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens,
+                        int in_dim, int out_dim) {
+    if (int64_t(n_tokens) * out_dim == 0) return;
+    if (!tensor_cores_take(w_type))
+        fail("gpu::tensor_core_matmul takes F16, BF16, Q8_0, Q5_0, Q4_K or Q6_K weights, not %s",
+             type_name(w_type));
+    if ((n_tokens + 63) / 64 > 65535)  // the grid's y dimension
+        fail("gpu::tensor_core_matmul takes up to %d tokens at once, not %d", 65535 * 64,
+             n_tokens);
+    // 16-byte copies need rows of whole, aligned chunks.
+    const bool copies_fit = in_dim % kChunkValues == 0 && uintptr_t(w) % 16 == 0;
+    with_weight_type(w_type, "tensor_core_matmul", [&](auto tag) {
+        using Weight = typename decltype(tag)::type;
+        const Weight* weights = static_cast<const Weight*>(w);
+        if constexpr (std::is_same_v<Weight, __half> || std::is_same_v<Weight, __nv_bfloat16>) {
+            if (copies_fit)
+                launch_gemm<Weight, Weight, WeightPath::Copy>(out, x, weights, n_tokens, in_dim,
+                                                              out_dim);
+            else
+                launch_gemm<Weight, Weight, WeightPath::Singles>(out, x, weights, n_tokens, in_dim,
+                                                                 out_dim);
+        } else if constexpr (kBlockWeights<Weight> > 1) {
+            launch_gemm<__half, Weight, WeightPath::Pieces>(out, x, weights, n_tokens, in_dim,
+                                                            out_dim);
+        }
+    });
+}
+
+}  // namespace gpu

@@ -1,0 +1,570 @@
+// step12: step11's program with the prompt on the tensor cores: its matrix products are a
+// tiled GEMM of mma instructions on F16 operands (gemm_tensor_cores.cu), its attention is flash
+// attention (flash_attention.cu), and a long prompt runs in chunks of 512 tokens. Decoding is
+// step11's.
+//
+//   make step12 && ./step12 models/tiny-qwen2.gguf -p "Once upon a time," -n 32 --seed 42
+//   ./step12 models/qwen2.5-coder-0.5b-instruct.gguf -i          chat; /reset, /exit
+//   ./step12 models/qwen2.5-coder-0.5b-instruct.gguf -f long_prompt.txt -n 0     a prompt's speed
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+#include <unistd.h>
+
+#include "chat.h"
+#include "chat_template.h"
+#include "cli.h"
+#include "cuda_device.h"
+#include "device_kv_cache.h"
+#include "device_weights.h"
+#include "error.h"
+#include "forward_cpu.h"
+#include "forward_cuda.h"
+#include "generate.h"
+#include "ggml_types.h"
+#include "gguf_tensors.h"
+#include "half.h"
+#include "kv_cache.h"
+#include "model_config.h"
+#include "passive_wait.h"
+#include "perplexity.h"
+#include "quant_dot.h"
+#include "sampler.h"
+#include "timer.h"
+#include "tokenizer.h"
+#include "weights.h"
+
+static void print_usage(std::FILE* out) {
+    std::fprintf(
+        out,
+        "usage: step12 MODEL.gguf (-p TEXT | -f FILE | -i | --perplexity FILE) [options]\n"
+        "\n"
+        "Runs the Qwen2 forward pass on the GPU (the prompt on the tensor cores, each new\n"
+        "token one replayed CUDA graph of fused kernels) or the CPU, with a KV cache, and\n"
+        "prints the sampled continuation as it is generated, then a timing line on stderr,\n"
+        "with the bandwidth achieved on the GPU; -i chats.\n"
+        "\n"
+        "  -m MODEL.gguf        the model (or give it as the first argument)\n"
+        "  -p TEXT              the prompt\n"
+        "  -f FILE              read the prompt from FILE (its exact bytes)\n"
+        "  -i                   chat, one user turn per line of stdin (or of a pipe):\n"
+        "                       /reset starts a new conversation, /exit quits\n"
+        "  --system TEXT        the system turn's text (default: Qwen2.5's)\n"
+        "  -n N                 tokens to generate, per reply with -i (default 256;\n"
+        "                       0 runs only the prompt)\n"
+        "  --chat               wrap the prompt in ChatML: the system turn, the prompt\n"
+        "                       as the user turn, then the generation prompt\n"
+        "  --ids                print the generated token ids instead of text\n"
+        "  --dump-logits PATH   write the logits of the last prompt position to PATH\n"
+        "                       (n_vocab little-endian float32 values)\n"
+        "  --device cuda|cpu    where the model runs (default: cuda when there is a\n"
+        "                       GPU, else cpu with a notice)\n"
+        "  --no-graph           launch each new token's kernels one by one instead of\n"
+        "                       replaying them as one CUDA graph (the same kernels)\n"
+        "  --perplexity FILE    no generation: the perplexity of FILE's tokens (up to -c)\n"
+        "                       as one sequence, each predicted from those before it\n"
+        "  --f32-activations    on the CPU, multiply quantized matrices as step 10 did:\n"
+        "                       each row turned into floats, no 8-bit activations\n"
+        "  --check              run every step on the GPU and on the CPU, print the\n"
+        "                       largest difference of their logits and both next\n"
+        "                       tokens (needs a GPU)\n"
+        "  -t N                 CPU threads (default: every core)\n"
+        "  -c N                 context limit in tokens, the KV cache's size (default: the\n"
+        "                       model's context length or 4096, whichever is smaller)\n"
+        "  -h, --help           show this help\n"
+        "\n"
+        "sampling, applied in this order (defaults: Qwen2.5's generation_config):\n"
+        "  --repeat-penalty X   divide the positive logits of recent tokens by X and\n"
+        "                       multiply the negative ones (default 1.05; 1 is off)\n"
+        "  --repeat-last-n N    how many recent tokens the penalty looks at (default 64)\n"
+        "  --temp X             temperature (default 0.7; 0 is greedy: the argmax of\n"
+        "                       the model's logits, as step07, with no penalty)\n"
+        "  --top-k N            keep the N most likely tokens (default 20; 0 is off)\n"
+        "  --top-p X            keep the fewest tokens whose probability adds up to\n"
+        "                       X (default 0.8; 1 is off)\n"
+        "  --min-p X            keep the tokens at least X times as likely as the best\n"
+        "                       (default 0, off)\n"
+        "  --seed N             the draws' seed (default: a random one, printed)\n"
+        "\n"
+        "Generation stops after N tokens, at the context limit, or at <|im_end|> or\n"
+        "<|endoftext|>.\n"
+        "\n"
+        "environment: QWEN_DOT_KERNEL=scalar|avx2|avx512vnni picks the CPU's integer dot\n"
+        "products (default: the fastest this CPU runs; all give the same results).\n");
+}
+
+static std::string read_file_bytes(const std::string& path) {
+    std::FILE* file = std::fopen(path.c_str(), "rb");
+    if (!file) fail("cannot open '%s': %s", path.c_str(), std::strerror(errno));
+    std::string bytes;
+    char buffer[1 << 16];
+    size_t count;
+    while ((count = std::fread(buffer, 1, sizeof buffer, file)) > 0) bytes.append(buffer, count);
+    const bool failed = std::ferror(file);
+    std::fclose(file);
+    if (failed) fail("cannot read '%s'", path.c_str());
+    return bytes;
+}
+
+// Little-endian float32, assembled byte by byte whatever the host's byte order.
+static void write_f32_le(const std::string& path, const std::vector<float>& values) {
+    std::vector<uint8_t> bytes;
+    bytes.reserve(values.size() * 4);
+    for (float value : values) {
+        const uint32_t bits = f32_to_bits(value);
+        for (int b = 0; b < 4; b++) bytes.push_back(uint8_t(bits >> (8 * b)));
+    }
+    std::FILE* file = std::fopen(path.c_str(), "wb");
+    if (!file) fail("cannot write '%s': %s", path.c_str(), std::strerror(errno));
+    const size_t written = std::fwrite(bytes.data(), 1, bytes.size(), file);
+    const bool closed = std::fclose(file) == 0;
+    if (written != bytes.size() || !closed) fail("cannot write '%s'", path.c_str());
+}
+
+struct Options {
+    std::string model_path;
+    std::string prompt;
+    bool has_prompt = false;
+    bool interactive = false;
+    std::string system_prompt = kDefaultSystemPrompt;
+    int n_new = 256;
+    bool chat = false;
+    bool print_ids = false;
+    std::string dump_logits_path;  // empty: no dump
+    int threads = 0;               // 0: OpenMP's default (every core, or OMP_NUM_THREADS)
+    int context_limit = 0;         // 0: the model's context length, at most 4096
+    std::string device;            // "cuda", "cpu", or "": cuda when there is a GPU
+    bool check = false;            // --check: GPU and CPU side by side
+    bool use_graph = true;         // --no-graph: false
+    std::string perplexity_path;   // --perplexity FILE; empty: generate
+    bool int8_activations = true;  // --f32-activations: false
+    SamplerSettings sampling;
+    bool has_seed = false;
+};
+
+// Reads the command line; fails with one line naming the flag that is wrong.
+static Options parse_options(int argc, char** argv) {
+    Options options;
+    for (int i = 1; i < argc; i++) {
+        const char* flag = argv[i];
+        if (!std::strcmp(flag, "-m")) {
+            options.model_path = flag_value(i, argc, argv);
+        } else if (!std::strcmp(flag, "-p")) {
+            options.prompt = flag_value(i, argc, argv);
+            options.has_prompt = true;
+        } else if (!std::strcmp(flag, "-f")) {
+            options.prompt = read_file_bytes(flag_value(i, argc, argv));
+            options.has_prompt = true;
+        } else if (!std::strcmp(flag, "-n")) {
+            const long long n = parse_int(flag_value(i, argc, argv), flag);
+            if (n < 0 || n > INT_MAX) fail("flag -n expects a count of 0 or more, got %lld", n);
+            options.n_new = int(n);
+        } else if (!std::strcmp(flag, "-i")) {
+            options.interactive = true;
+        } else if (!std::strcmp(flag, "--system")) {
+            options.system_prompt = flag_value(i, argc, argv);
+        } else if (!std::strcmp(flag, "--temp")) {
+            const double t = parse_float(flag_value(i, argc, argv), flag);
+            if (t < 0) fail("flag --temp expects 0 or more, got %g", t);
+            options.sampling.temperature = float(t);
+        } else if (!std::strcmp(flag, "--top-k")) {
+            const long long k = parse_int(flag_value(i, argc, argv), flag);
+            if (k < 0 || k > INT_MAX) fail("flag --top-k expects 0 or more, got %lld", k);
+            options.sampling.top_k = int(k);
+        } else if (!std::strcmp(flag, "--top-p")) {
+            const double p = parse_float(flag_value(i, argc, argv), flag);
+            if (p <= 0 || p > 1) fail("flag --top-p expects a number in (0, 1], got %g", p);
+            options.sampling.top_p = float(p);
+        } else if (!std::strcmp(flag, "--min-p")) {
+            const double p = parse_float(flag_value(i, argc, argv), flag);
+            if (p < 0 || p > 1) fail("flag --min-p expects a number in [0, 1], got %g", p);
+            options.sampling.min_p = float(p);
+        } else if (!std::strcmp(flag, "--repeat-penalty")) {
+            const double penalty = parse_float(flag_value(i, argc, argv), flag);
+            if (penalty <= 0) fail("flag --repeat-penalty expects more than 0, got %g", penalty);
+            options.sampling.repeat_penalty = float(penalty);
+        } else if (!std::strcmp(flag, "--repeat-last-n")) {
+            const long long n = parse_int(flag_value(i, argc, argv), flag);
+            if (n < 0 || n > INT_MAX) fail("flag --repeat-last-n expects 0 or more, got %lld", n);
+            options.sampling.repeat_last_n = int(n);
+        } else if (!std::strcmp(flag, "--seed")) {
+            const long long seed = parse_int(flag_value(i, argc, argv), flag);
+            if (seed < 0) fail("flag --seed expects 0 or more, got %lld", seed);
+            options.sampling.seed = uint64_t(seed);
+            options.has_seed = true;
+        } else if (!std::strcmp(flag, "--chat")) {
+            options.chat = true;
+        } else if (!std::strcmp(flag, "--ids")) {
+            options.print_ids = true;
+        } else if (!std::strcmp(flag, "--dump-logits")) {
+            options.dump_logits_path = flag_value(i, argc, argv);
+        } else if (!std::strcmp(flag, "-t")) {
+            const long long n = parse_int(flag_value(i, argc, argv), flag);
+            if (n < 1 || n > 4096) fail("flag -t expects 1 to 4096 threads, got %lld", n);
+            options.threads = int(n);
+        } else if (!std::strcmp(flag, "-c")) {
+            const long long n = parse_int(flag_value(i, argc, argv), flag);
+            if (n < 1 || n > INT_MAX) fail("flag -c expects a positive token count, got %lld", n);
+            options.context_limit = int(n);
+        } else if (!std::strcmp(flag, "--device")) {
+            options.device = flag_value(i, argc, argv);
+            if (options.device != "cuda" && options.device != "cpu")
+                fail("flag --device expects cuda or cpu, got '%s'", options.device.c_str());
+        } else if (!std::strcmp(flag, "--check")) {
+            options.check = true;
+        } else if (!std::strcmp(flag, "--no-graph")) {
+            options.use_graph = false;
+        } else if (!std::strcmp(flag, "--perplexity")) {
+            options.perplexity_path = flag_value(i, argc, argv);
+        } else if (!std::strcmp(flag, "--f32-activations")) {
+            options.int8_activations = false;
+        } else if (flag[0] == '-' || !options.model_path.empty()) {
+            fail("unexpected argument '%s'", flag);
+        } else {
+            options.model_path = flag;
+        }
+    }
+    if (options.model_path.empty()) fail("no model given");
+    if (!options.perplexity_path.empty()) {
+        if (options.interactive || options.has_prompt || options.check)
+            fail("--perplexity reads its text from FILE: give it without -p, -f, -i or --check");
+        return options;
+    }
+    if (options.interactive && options.has_prompt)
+        fail("-i reads the turns from stdin: give it without -p or -f");
+    const bool has_dump = !options.dump_logits_path.empty();
+    if (options.interactive && (options.chat || options.print_ids || has_dump))
+        fail("-i is a chat in text: --chat, --ids and --dump-logits do not apply");
+    if (!options.interactive && !options.has_prompt)
+        fail("no prompt given: use -p TEXT, -f FILE or -i");
+    // A seed printed at the start repeats the run when passed back with --seed.
+    if (!options.has_seed) options.sampling.seed = std::random_device()();
+    if (options.check && options.device == "cpu")
+        fail("--check compares the GPU with the CPU, it cannot run with --device cpu");
+    return options;
+}
+
+enum class Device { Cpu, Cuda };
+
+// --device, or else the GPU when there is one and the CPU (with a notice) when there is not.
+static Device choose_device(const Options& options) {
+    if (options.device == "cpu") return Device::Cpu;
+    std::string why_not;
+    if (cuda_device_available(why_not)) return Device::Cuda;
+    if (options.device == "cuda" || options.check) fail("no CUDA device: %s", why_not.c_str());
+    std::fprintf(stderr, "no CUDA device (%s): running on the CPU\n", why_not.c_str());
+    return Device::Cpu;
+}
+
+// --check: runs each model step on the GPU and on the CPU, prints how far apart their logits
+// are, and goes on with the GPU's token. Both read the file's blocks. The CPU rounds every
+// matmul's input to 8-bit blocks (unless --f32-activations); the GPU rounds a decode step's
+// the same way but runs a prompt with float activations, and reads other quantized types
+// rounded to F16 (device_weights.h). So on quantized files the two differ by those roundings
+// as well as by the order of the float sums.
+struct SideBySide {
+    NextTokenFn on_gpu;
+    NextTokenFn on_cpu;
+    float largest_difference = 0.0f;
+    int n_steps = 0;
+    int n_positions = 0;      // positions run so far, the new ones included
+    int n_disagreements = 0;  // steps where the CPU would have chosen another token
+
+    int32_t step(const std::vector<int32_t>& ids, std::vector<float>* logits) {
+        std::vector<float> gpu_logits, cpu_logits;  // (n_vocab) each
+        const int32_t gpu_token = on_gpu(ids, &gpu_logits);
+        const int32_t cpu_token = on_cpu(ids, &cpu_logits);
+        float difference = 0.0f;
+        for (size_t i = 0; i < gpu_logits.size(); i++) {
+            const float d = std::fabs(gpu_logits[i] - cpu_logits[i]);
+            if (!(d <= difference)) difference = d;  // a NaN sticks
+        }
+        if (!(difference <= largest_difference)) largest_difference = difference;
+        n_steps++;
+        if (gpu_token != cpu_token) n_disagreements++;
+        n_positions += int(ids.size());
+        std::fprintf(stderr,
+                     "check: %zu new of %d tokens: largest |gpu - cpu| logit difference %.3g, "
+                     "next token gpu %d, cpu %d%s\n",
+                     ids.size(), n_positions, difference, gpu_token, cpu_token,
+                     gpu_token == cpu_token ? "" : " (differ)");
+        if (logits) *logits = std::move(gpu_logits);
+        return gpu_token;
+    }
+
+    void print_summary() const {
+        std::fprintf(stderr,
+                     "check: %d steps (their times include the CPU's), largest logit "
+                     "difference %.3g; ",
+                     n_steps, largest_difference);
+        if (n_disagreements == 0) std::fprintf(stderr, "the next tokens agree at every step\n");
+        else
+            std::fprintf(stderr, "the next tokens differ at %d of %d steps\n", n_disagreements,
+                         n_steps);
+    }
+};
+
+// A pass reads every weight at least once, so the weight bytes over the time of a pass give
+// a lower bound on the bandwidth it achieved, to set against the GPU's peak.
+static std::string gpu_throughput(const GenerationStats& stats, uint64_t bytes_per_pass,
+                                  const DeviceInfo& device) {
+    const double ms_per_pass =
+        stats.n_passes > 0 ? stats.generate_ms / stats.n_passes : stats.prompt_ms;
+    const double gb_per_s = double(bytes_per_pass) / (ms_per_pass * 1e6);
+    return strprintf(" | %s: %.3f GB of weights per token, %.1f GB/s = %.1f%% of %.0f GB/s",
+                     device.name.c_str(), double(bytes_per_pass) / 1e9, gb_per_s,
+                     100.0 * gb_per_s / device.peak_gb_per_s, device.peak_gb_per_s);
+}
+
+// --perplexity: the file's tokens, cut at the context limit, in chunks of kPerplexityChunk.
+constexpr int kPerplexityChunk = 128;  // a chunk's logits: 128 x 151936 floats, 78 MB
+
+static void run_perplexity(const std::string& path, int context_limit, const Tokenizer& tokenizer,
+                           int n_vocab, const ChunkLogitsFn& run_chunk) {
+    std::vector<int32_t> ids = tokenizer.encode(read_file_bytes(path));
+    if (int(ids.size()) > context_limit) {
+        std::fprintf(stderr, "perplexity: %s has %zu tokens; the first %d are used (-c)\n",
+                     path.c_str(), ids.size(), context_limit);
+        ids.resize(context_limit);
+    }
+    Timer timer;
+    const bool on_terminal = isatty(fileno(stderr));
+    const Perplexity result =
+        perplexity(run_chunk, ids, n_vocab, kPerplexityChunk, [&](int n_run, int n_total) {
+            if (on_terminal) std::fprintf(stderr, "\rperplexity: %d/%d tokens run", n_run, n_total);
+        });
+    if (on_terminal) std::fprintf(stderr, "\n");
+    const double ms = timer.elapsed_ms();
+    std::printf("%s\n", format_perplexity(result).c_str());
+    // The last token is only predicted: n - 1 positions run.
+    const size_t n_run = ids.size() - 1;
+    std::fprintf(stderr, "prompt: %zu tokens in %.1f ms (%.1f tokens/s)\n", n_run, ms,
+                 n_run * 1000.0 / ms);
+}
+
+static std::string cpu_threads() {
+    const int threads = omp_get_max_threads();
+    return strprintf(" | %d thread%s", threads, threads == 1 ? "" : "s");
+}
+
+int main(int argc, char** argv) {
+    restart_with_passive_openmp_wait(argv);
+    if (argc < 2) {
+        print_usage(stderr);
+        return 2;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
+            print_usage(stdout);
+            return 0;
+        }
+    }
+    Options options;
+    try {
+        options = parse_options(argc, argv);
+    } catch (const Error& error) {
+        std::fprintf(stderr, "error: %s (see --help)\n", error.what());
+        return 2;
+    }
+
+    try {
+        if (options.threads > 0) omp_set_num_threads(options.threads);
+
+        Timer load_timer;
+        GgufFile file = open_gguf(options.model_path);
+        ModelConfig config = read_model_config(file.metadata);
+        Tokenizer tokenizer(read_vocabulary(file.metadata));
+        // One line rewritten in place on a terminal; only the final count in a log file.
+        const bool on_terminal = isatty(fileno(stderr));
+        Weights weights = load_weights(file, config, [&](size_t checked, size_t total) {
+            if (on_terminal || checked == total)
+                std::fprintf(stderr, "\rloading: %zu/%zu tensors checked", checked, total);
+        });
+        std::fprintf(stderr, " in %.1f ms\n", load_timer.elapsed_ms());
+        std::fprintf(stderr,
+                     "model: %s, %u layers, d_model %u, %u heads (%u KV) of %u, d_ff %u, "
+                     "vocab %d, context %u%s\n",
+                     config.architecture.c_str(), config.n_layers, config.d_model, config.n_heads,
+                     config.n_kv_heads, config.head_dim, config.d_ff, weights.n_vocab,
+                     config.context_length, weights.tied_output ? ", LM head tied" : "");
+
+        // The cache is allocated for the whole context up front: 4096 positions by default
+        // rather than Qwen2.5's 32768, which would take 8 times the memory for a short chat.
+        if (options.context_limit > int(config.context_length))
+            fail("-c %d is larger than the model's context length %u", options.context_limit,
+                 config.context_length);
+        const int context_limit = options.context_limit > 0
+                                      ? options.context_limit
+                                      : int(std::min(config.context_length, 4096u));
+
+        std::string text = options.prompt;
+        if (options.chat)
+            text = render_chatml({{"system", options.system_prompt}, {"user", text}}, true);
+        const std::vector<int32_t> prompt = tokenizer.encode(text);
+
+        const Device device = choose_device(options);
+        DeviceInfo gpu_info;
+        DeviceWeights device_weights;  // stays empty on the CPU
+        if (device == Device::Cuda) {
+            gpu_info = device_info();
+            Timer upload_timer;
+            std::set<std::string> converted;  // quantized types no kernel reads as blocks
+            device_weights = upload_weights(weights, WeightPrecision::Half, [&](uint32_t type) {
+                converted.insert(ggml_type_info(type).name);
+            });
+            std::fprintf(stderr,
+                         "device: %s, %.1f GiB, peak %.0f GB/s | weights uploaded in %.1f ms: "
+                         "%.1f MiB of device memory\n",
+                         gpu_info.name.c_str(), gpu_info.total_memory / 1073741824.0,
+                         gpu_info.peak_gb_per_s, upload_timer.elapsed_ms(),
+                         device_bytes(device_weights) / 1048576.0);
+            if (!converted.empty()) {
+                std::string names;
+                for (const std::string& name : converted)
+                    names += (names.empty() ? "" : ", ") + name;
+                std::fprintf(stderr,
+                             "notice: matrices of %s converted to F16 on the GPU: no kernel "
+                             "reads their blocks, or a gate/up pair had two types\n",
+                             names.c_str());
+            }
+        }
+
+        // One cache for each device that runs the model (both with --check).
+        const bool on_the_cpu = device == Device::Cpu || options.check;
+        KVCache cache = on_the_cpu ? make_kv_cache(config, context_limit) : KVCache();
+        DeviceKVCache device_cache =
+            device == Device::Cuda ? make_device_kv_cache(config, context_limit) : DeviceKVCache();
+        std::fprintf(stderr,
+                     "KV cache: %d positions x %u layers x %u floats for K and V: %.2f MiB%s\n",
+                     context_limit, config.n_layers, config.n_kv_heads * config.head_dim,
+                     kv_cache_bytes(config, context_limit) / 1048576.0,
+                     options.check            ? " on each device"
+                     : device == Device::Cuda ? " on the GPU"
+                                              : " on the CPU");
+
+        RunState state;
+        state.int8_activations = options.int8_activations;
+        if (on_the_cpu)
+            std::fprintf(stderr, "cpu: %s\n",
+                         options.int8_activations
+                             ? strprintf("Q8_0/Q5_0/Q4_K/Q6_K matrices times 8-bit activations, "
+                                         "%s integer dot products",
+                                         dot_kernel_name(state.dot_kernel))
+                                   .c_str()
+                             : "every matrix row turned into floats (--f32-activations)");
+        std::unique_ptr<gpu::Decoder> gpu_decoder;
+        if (device == Device::Cuda) {
+            gpu_decoder = std::make_unique<gpu::Decoder>(config, device_weights, device_cache,
+                                                         options.use_graph);
+            std::fprintf(stderr, "decode: %d kernels per token, %s\n",
+                         gpu::kernels_per_decode_step(config, device_weights),
+                         options.use_graph ? "replayed as one CUDA graph"
+                                           : "launched one by one (--no-graph)");
+        }
+        NextTokenFn on_cpu = [&](const std::vector<int32_t>& new_ids, std::vector<float>* logits) {
+            return next_token(config, weights, new_ids, cache, state, logits);
+        };
+        NextTokenFn on_gpu = [&](const std::vector<int32_t>& new_ids, std::vector<float>* logits) {
+            return gpu_decoder->next_token(new_ids, logits);
+        };
+        SideBySide side_by_side{on_gpu, on_cpu};
+        NextTokenFn on_both = [&](const std::vector<int32_t>& ids, std::vector<float>* logits) {
+            return side_by_side.step(ids, logits);
+        };
+        NextTokenFn model_step = device == Device::Cuda ? on_gpu : on_cpu;
+        // --perplexity: every position's logits of a chunk of new tokens.
+        ChunkLogitsFn on_cpu_chunk = cpu_chunk_logits(config, weights, cache, state);
+        DeviceRunState device_state;
+        std::vector<float> chunk_logits;  // (chunk, n_vocab), downloaded from the GPU
+        ChunkLogitsFn on_gpu_chunk = [&](const std::vector<int32_t>& new_ids) {
+            gpu::forward(config, device_weights, new_ids, device_cache, device_state,
+                         LogitRows::All);
+            chunk_logits = device_state.logits.download();
+            return static_cast<const float*>(chunk_logits.data());
+        };
+        if (options.check) model_step = on_both;
+        auto more_stats = [&](const GenerationStats& stats) {
+            return device == Device::Cuda
+                       ? gpu_throughput(stats, bytes_read_per_pass(device_weights), gpu_info)
+                       : cpu_threads();
+        };
+
+        if (!options.perplexity_path.empty()) {
+            run_perplexity(options.perplexity_path, context_limit, tokenizer, weights.n_vocab,
+                           device == Device::Cuda ? on_gpu_chunk : on_cpu_chunk);
+            return 0;
+        }
+
+        const SamplerSettings& sampling = options.sampling;
+        std::fprintf(stderr,
+                     "sampling: repeat-penalty %g (last %d), temp %g, top-k %d, top-p %g, "
+                     "min-p %g, seed %llu\n",
+                     sampling.repeat_penalty, sampling.repeat_last_n, sampling.temperature,
+                     sampling.top_k, sampling.top_p, sampling.min_p,
+                     (unsigned long long)sampling.seed);
+        Sampler sampler = make_sampler(sampling);
+
+        if (options.interactive) {
+            ChatModel chat_model{model_step, context_limit, [&] {
+                                     cache.clear();
+                                     device_cache.clear();
+                                 }};
+            ChatSettings chat;
+            chat.system_prompt = options.system_prompt;
+            chat.max_new_tokens = options.n_new;
+            chat.echo_input = !isatty(fileno(stdin));  // piped turns appear in the transcript
+            chat.more_stats = more_stats;
+            run_chat(chat_model, tokenizer, sampler, chat, std::cin, std::cout, std::cerr);
+            if (options.check) side_by_side.print_summary();
+            return 0;
+        }
+
+        StreamDecoder decoder(tokenizer);
+        std::vector<float> prompt_logits;  // (n_vocab) for --dump-logits
+        bool first_id = true;
+        GenerationStats stats = generate(
+            model_step, prompt, options.n_new, context_limit, sampler,  // the caches are empty
+            [&](int32_t id) {
+                if (tokenizer.is_end_of_generation(id)) return false;
+                if (options.print_ids) std::printf(first_id ? "%d" : " %d", id);
+                else std::fputs(decoder.push(id).c_str(), stdout);
+                std::fflush(stdout);
+                first_id = false;
+                return true;
+            },
+            options.dump_logits_path.empty() ? nullptr : &prompt_logits);
+        if (!options.print_ids) std::fputs(decoder.flush().c_str(), stdout);
+        if (!first_id) std::printf("\n");
+        std::fflush(stdout);  // the text before the timing line, also when stdout is a pipe
+        if (!options.dump_logits_path.empty())
+            write_f32_le(options.dump_logits_path, prompt_logits);
+
+        if (stats.context_full)
+            std::fprintf(stderr,
+                         "context full: all %d positions of the KV cache are used "
+                         "(-c sets how many); generation stopped\n",
+                         context_limit);
+        // The first token comes from the prompt's pass (prefill); each later one costs a pass
+        // over one position (decode), whose attention reads every cached position.
+        std::fprintf(stderr, "%s%s\n", format_stats(stats).c_str(), more_stats(stats).c_str());
+        const std::string notice = stopped_by_limit_notice(stats);
+        if (!notice.empty()) std::fprintf(stderr, "%s\n", notice.c_str());
+        if (options.check) side_by_side.print_summary();
+    } catch (const Error& error) {
+        std::fprintf(stderr, "error: %s\n", error.what());
+        return 1;
+    }
+    return 0;
+}

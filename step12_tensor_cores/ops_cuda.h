@@ -1,0 +1,150 @@
+// ops_cuda.h - the operators of ops_cpu.h as CUDA kernels: same names (in namespace gpu), same
+// arguments, same results up to float rounding, but every pointer is a device pointer. After
+// them come step 10's fused kernels for one token, each equal to a composition of them.
+//
+// Step 9's kernels read memory the way the GPU wants it read (ops_cuda.cu says how): a warp
+// per row of W for one token, shared-memory tiles for many, block-wide reductions for RMSNorm
+// and argmax, and attention split over the cached positions. The declarations are step 6's,
+// so forward_cuda.cpp runs them unchanged. Launches are asynchronous; a function returns
+// before its kernel has finished, and a later copy to the host waits for it.
+//
+// Weight matrices on the device are F32, F16 or BF16, or (step 11) the file's own blocks of
+// Q8_0, Q5_0, Q4_K or Q6_K, dequantized in registers (quant_blocks_cuda.cuh); device_weights.h
+// converts every other type on the host. `table_type` and `w_type` are those ggml type ids,
+// anything else fails.
+#pragma once
+
+#include <cstdint>
+
+struct CUstream_st;  // a cudaStream_t points to one (cuda_graph.h); nullptr is the default stream
+struct BlockQ8;      // 32 activations as int8 and a scale (quant_dot.h)
+
+namespace gpu {
+
+using Stream = CUstream_st*;
+
+// out[t] = row ids[t] of the table; `ids` is on the device too.
+void embedding(float* out, const void* table, uint32_t table_type, const int32_t* ids, int n_tokens,
+               int dim, Stream stream = nullptr);
+
+// RMSNorm, one block of 256 threads per token; `out` may be `x`.
+void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int dim, float eps);
+
+// out = x W^T, accumulating in float: for one token a warp per row of W (matvec_kernel), for
+// more a 64 x 64 tile of out per block (tiled_gemm_kernel). Step 12: more than one token of an
+// F16, BF16 or block matrix runs on the tensor cores (gemm_tensor_cores.h), with x rounded to
+// F16 (BF16 for BF16 weights); F32 matrices keep the float kernels.
+void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens, int in_dim,
+            int out_dim);
+
+void add_bias(float* x, const float* bias, int n_tokens, int dim);
+
+// NEOX RoPE, one thread per rotated pair; the angle is computed in double as on the CPU.
+void rope(float* x, int n_tokens, int n_heads, int head_dim, int first_position, float base);
+
+// Causal grouped-query attention of new queries over the cached keys and values, as in
+// ops_cpu.h, with the softmax computed on the fly (online) rather than over a stored row of
+// scores. One new token (decode): the positions split into chunks over many blocks, then
+// merged. More (a prompt): a block per 16 queries of one head. Heads of up to 128 values and
+// up to 8 query heads per key/value head; other shapes fail.
+void attention(float* out, const float* q, const float* k, const float* v, int n_tokens,
+               int first_position, int n_heads, int n_kv_heads, int head_dim);
+
+void swiglu(float* out, const float* gate, const float* up, int64_t n);
+
+void residual_add(float* x, const float* delta, int64_t n);
+
+// Index of the largest of n values, the first one on a tie (as the CPU's); waits for the
+// device to return it. Like the CPU's, it never picks a NaN, unless x[0] is one.
+int argmax(const float* x, int n);
+
+// ---- Step 10: one token's pass in 6 kernels a layer, ready to be captured in a graph ----
+//
+// Step 9 ran 19 kernels a layer for one token; most of them are tiny (a bias add over 1536
+// floats), and each costs a launch gap of microseconds. These kernels do the same arithmetic
+// in fewer launches: what a small kernel did moves into the epilogue (the code after the dot
+// products) or the prologue of a matrix-vector product that reads the same data anyway.
+// Every one takes the stream it runs on and reads the token and its position from device
+// memory (`slots`), never from an argument, so a graph captured once replays for every token.
+
+struct DecodeSlots {
+    int32_t token;     // the token this step runs: the last step's argmax, or the host's choice
+    int32_t position;  // its position: the cache's filled length before this step
+};
+
+// The attention sublayer's products: matrices of any device type, F32 biases.
+struct QkvWeights {
+    const void* q;        // (n_heads * head_dim, d_model)
+    const void* k;        // (n_kv_heads * head_dim, d_model)
+    const void* v;        // (n_kv_heads * head_dim, d_model)
+    const float* q_bias;  // (n_heads * head_dim)
+    const float* k_bias;  // (n_kv_heads * head_dim)
+    const float* v_bias;  // (n_kv_heads * head_dim)
+    uint32_t q_type, k_type, v_type;
+};
+
+struct HeadShape {
+    int n_heads;
+    int n_kv_heads;
+    int head_dim;
+};
+
+// ---- Step 11: block matrices are multiplied with 8-bit activations ----
+//
+// For a matrix of Q8_0, Q5_0, Q4_K or Q6_K blocks the kernels below take their input as the
+// CPU's 8-bit blocks (BlockQ8, quant_dot.h), which quantize_q8 writes into `*_q8` first (one
+// kernel more), and multiply it with the blocks in integers (dp4a), as the CPU's matmul_q8
+// does; the same BlockQ8 bits, so the same integer sums. An F32, F16 or BF16 matrix's product
+// stays in floats, and the scratch is not touched.
+
+// out = the BlockQ8 blocks of x (n values, a multiple of 32), or of rmsnorm(x) * norm_weight
+// as the CPU's rmsnorm computes it when norm_weight is not null.
+void quantize_q8(BlockQ8* out, const float* x, const float* norm_weight, float eps, int n,
+                 Stream stream);
+
+// rmsnorm, the Q, K and V products, their biases and RoPE in one kernel: q = rope(Wq h + bq),
+// and the key rope(Wk h + bk) and value Wv h + bv written into row slots->position of this
+// layer's cache (k_cache, v_cache: (capacity, n_kv_heads * head_dim)), with h = rmsnorm(x).
+// A warp computes the two rows that RoPE turns together, (i, i + head_dim / 2) of one head.
+// One launch when the three matrices share a type, two when only V's differs, else three;
+// x_q8 (d_model / 32 blocks) receives h's 8-bit blocks when one of them is a block type.
+void qkv_rope_cache(float* q, float* k_cache, float* v_cache, const float* x,
+                    const float* norm_weight, float eps, const QkvWeights& w, int d_model,
+                    HeadShape heads, float rope_base, const DecodeSlots* slots, BlockQ8* x_q8,
+                    Stream stream);
+
+// Floats of scratch decode_attention needs for a cache of `capacity` positions.
+int64_t decode_attention_scratch(int capacity, HeadShape heads);
+
+// attention() for the one query at slots->position, over positions 0..slots->position: the
+// split kernel and its merge, the chunk layout worked out on the device from the position
+// (the same layout attention() chooses) with a grid sized for `capacity` positions.
+// Step 11: with out_q8 (not null), out's 8-bit blocks are written there too, for a block-type
+// Wo, by the merge kernel (head_dim a multiple of 32; else it fails).
+void decode_attention(float* out, const float* q, const float* k_cache, const float* v_cache,
+                      float* scratch, int capacity, HeadShape heads, const DecodeSlots* slots,
+                      BlockQ8* out_q8, Stream stream);
+
+// x += in W^T: the matrix-vector product with the residual add in its epilogue (the attention
+// output and down projections). in_q8: in_dim / 32 blocks of scratch, for a block type, which
+// already hold in's blocks when in_q8_written (decode_attention wrote them).
+void matvec_add(float* x, const float* in, const void* w, uint32_t w_type, int in_dim, int out_dim,
+                BlockQ8* in_q8, bool in_q8_written, Stream stream);
+
+// out = silu(Wgate h) * (Wup h) with h = rmsnorm(x): a warp computes row i of both products,
+// so the two matrices must be of one type.
+void gate_up_swiglu(float* out, const float* x, const float* norm_weight, float eps,
+                    const void* w_gate, const void* w_up, uint32_t w_type, int d_model, int d_ff,
+                    BlockQ8* x_q8, Stream stream);
+
+// Bytes of scratch lm_head_argmax needs.
+int64_t lm_head_argmax_scratch();
+
+// The final rmsnorm, the LM head (logits = W rmsnorm(x)) and argmax(), which writes the chosen
+// id into slots->token and moves slots->position on by one: the next step's input, without
+// the host. Each block leaves the best of its rows in `scratch`; a last kernel picks among them.
+void lm_head_argmax(float* logits, void* scratch, const float* x, const float* norm_weight,
+                    float eps, const void* w, uint32_t w_type, int d_model, int n_vocab,
+                    DecodeSlots* slots, BlockQ8* x_q8, Stream stream);
+
+}  // namespace gpu
