@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "flash_attention.h"
+#include "gemm_tensor_cores.h"
 #include "ggml_types.h"
 #include "ops_cuda.h"
 
@@ -48,9 +49,11 @@ static void check_new_tokens(const std::vector<int32_t>& ids, const DeviceKVCach
 }
 
 // Step 12: whether layer l's prompt attention runs on the tensor cores (flash_attention.h).
-// F32 matrices are the checks' exact path (WeightPrecision::F32), and keep step 9's kernel.
+// F32 matrices are the checks' exact path (WeightPrecision::F32), and keep step 9's kernel,
+// as does a GPU older than Ampere.
 static bool attention_on_tensor_cores(const DeviceLayerWeights& layer, int head_dim) {
-    return layer.attn_q.type != uint32_t(GgmlType::F32) && flash_attention_takes(head_dim);
+    return layer.attn_q.type != uint32_t(GgmlType::F32) && flash_attention_takes(head_dim) &&
+           gpu_has_tensor_core_mma();
 }
 
 // One chunk of a prompt: the n tokens of `ids` at the positions after the cache's, with the

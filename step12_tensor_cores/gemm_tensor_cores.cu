@@ -5,10 +5,10 @@
 // adds a warp), on operands of 16 bits. So the work of this kernel is less the arithmetic than
 // keeping those instructions fed:
 //
-//   1. Tiles. A block of 8 warps computes a tile of kTileTokens x 128 outputs. It walks in_dim
+//   1. Tiles. A block of 4 warps computes a tile of kTileTokens x 128 outputs. It walks in_dim
 //      32 at a time; each step brings a (tokens, 32) slice of x and a (128, 32) slice of W into
-//      shared memory, and each warp multiplies its (tokens / 2, 32) share of the tile with
-//      4 x 2 x (tokens / 32) mma per 16 of in_dim.
+//      shared memory, and each warp multiplies its (tokens / 2, 64) quarter of the tile with
+//      8 x (tokens / 32) mma per 16 of in_dim, from 8 + tokens / 32 ldmatrix loads.
 //   2. Operands of 16 bits. mma multiplies F16 or BF16. x is rounded to F16 once, before the
 //      kernel (BF16 when W is BF16, whose values may not fit F16's range), into a scratch matrix
 //      padded to whole tiles, so the kernel never checks an edge of x. A block matrix's
@@ -18,10 +18,11 @@
 //   4. Rows padded to 80 bytes. ldmatrix reads 8 rows of 16 bytes at once; with 64-byte rows
 //      (32 values) rows 0, 2, 4, 6 would fall on the same memory banks and be read one after
 //      the other. 8 values of padding a row put the 8 reads on 8 different banks.
-//   5. cp.async and two stages. Step k + 1's slices are copied into the second half of shared
-//      memory while step k is multiplied out of the first, without a round trip through
-//      registers; a block matrix's pieces go through registers (they are unpacked), loaded
-//      before step k's multiplications and stored after them.
+//   5. cp.async and a pipeline of kStages stages. While step k is multiplied out of one stage,
+//      the slices of steps k + 1 .. k + 3 are on their way into the others, copied without a
+//      round trip through registers; a block matrix's pieces go through registers (they are
+//      unpacked), loaded before step k's multiplications and stored after them. (Two stages,
+//      the first version, waited for memory at every step: docs/en/step12.md, section 4.)
 //
 // Hopper's own tensor-core instructions (wgmma: a warp group of 128 threads multiplying tiles
 // straight out of shared memory, fed by the TMA copy engine) are the next level; mma.sync
@@ -38,11 +39,11 @@
 
 namespace gpu {
 
-constexpr int kTileOutputs = 128, kTileDepth = 32;
-constexpr int kTcWarpsTokens = 2, kTcWarpsOutputs = 4;  // 8 warps: 2 x 4 of the tile
+constexpr int kTileOutputs = 128, kTileDepth = 32, kStages = 4;
+constexpr int kTcWarpsTokens = 2, kTcWarpsOutputs = 2;  // 4 warps: 2 x 2 of the tile
 constexpr int kTcThreads = 32 * kTcWarpsTokens * kTcWarpsOutputs;
 constexpr int kRowStride = kTileDepth + 8;  // values a tile row takes in shared memory (80 bytes)
-constexpr int kWarpOutputs = kTileOutputs / kTcWarpsOutputs;  // 32: 4 mma columns of 8
+constexpr int kWarpOutputs = kTileOutputs / kTcWarpsOutputs;  // 64: 8 mma columns of 8
 constexpr int kChunkValues = 8;                               // 16 bytes of 16-bit values
 constexpr int kChunksPerRow = kTileDepth / kChunkValues;      // 4
 
@@ -55,12 +56,12 @@ enum class WeightPath {
 
 template <typename Operand, int kTileTokens>
 struct GemmTiles {
-    Operand x[2][kTileTokens][kRowStride];   // (stage, token, k) of the operand matrix
-    Operand w[2][kTileOutputs][kRowStride];  // (stage, output, k) of W
+    Operand x[kStages][kTileTokens][kRowStride];   // (stage, token, k) of the operand matrix
+    Operand w[kStages][kTileOutputs][kRowStride];  // (stage, output, k) of W
 };
 
 // A thread's share of one slice of W: the (row, k chunk) pairs it fills, kRowsPerThread of them.
-constexpr int kWeightChunks = kTileOutputs * kChunksPerRow / kTcThreads;  // 2
+constexpr int kWeightChunks = kTileOutputs * kChunksPerRow / kTcThreads;  // 4
 
 template <typename Operand, typename Weight, WeightPath path>
 struct WeightSlice {
@@ -136,8 +137,11 @@ __global__ void __launch_bounds__(kTcThreads)
                             int in_dim, int padded_dim, int out_dim) {
     constexpr int kWarpTokens = kTileTokens / kTcWarpsTokens;  // 64 or 32
     constexpr int kFragsTokens = kWarpTokens / 16;             // mma rows of 16: 4 or 2
-    constexpr int kFragsOutputs = kWarpOutputs / 8;            // mma columns of 8: 4
-    __shared__ __align__(128) GemmTiles<Operand, kTileTokens> tiles;
+    constexpr int kFragsOutputs = kWarpOutputs / 8;            // mma columns of 8: 8
+    // kStages stages of tiles: 80 KB at 128 tokens, past the 48 KB of a static array.
+    extern __shared__ __align__(128) uint8_t shared_bytes[];
+    GemmTiles<Operand, kTileTokens>& tiles =
+        *reinterpret_cast<GemmTiles<Operand, kTileTokens>*>(shared_bytes);
     const int first_token = blockIdx.y * kTileTokens, first_output = blockIdx.x * kTileOutputs;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warp_tokens = (warp / kTcWarpsOutputs) * kWarpTokens;
@@ -147,22 +151,31 @@ __global__ void __launch_bounds__(kTcThreads)
     float acc[kFragsTokens][kFragsOutputs][4] = {};
     WeightSlice<Operand, Weight, path> slice;
 
-    load_x_slice<Operand, kTileTokens>(tiles.x[0], x, first_token, 0, padded_dim);
-    load_weight_slice(slice, tiles.w[0], w, first_output, 0, in_dim, out_dim);
-    store_weight_slice(slice, tiles.w[0]);
-    copy_async_commit();
-    for (int step = 0; step < n_steps; step++) {
-        const int stage = step % 2, next = 1 - stage;
-        const bool has_next = step + 1 < n_steps;
-        // Step + 1's slices start on their way into the other stage...
-        if (has_next) {
-            const int k0 = (step + 1) * kTileDepth;
-            load_x_slice<Operand, kTileTokens>(tiles.x[next], x, first_token, k0, padded_dim);
-            load_weight_slice(slice, tiles.w[next], w, first_output, k0, in_dim, out_dim);
+    // The first kStages - 1 steps' slices set off, one cp.async group each.
+    for (int step = 0; step < kStages - 1; step++) {
+        if (step < n_steps) {
+            load_x_slice<Operand, kTileTokens>(tiles.x[step], x, first_token, step * kTileDepth,
+                                               padded_dim);
+            load_weight_slice(slice, tiles.w[step], w, first_output, step * kTileDepth, in_dim,
+                              out_dim);
+            store_weight_slice(slice, tiles.w[step]);
         }
         copy_async_commit();
-        copy_async_wait<1>();  // ...while this step's, committed one group earlier, are in
+    }
+    for (int step = 0; step < n_steps; step++) {
+        // This step's group is in once at most kStages - 2 younger ones are in flight; after
+        // the barrier every warp has also finished the last step, whose stage is refilled now.
+        copy_async_wait<kStages - 2>();
         __syncthreads();
+        const int ahead = step + kStages - 1, ahead_stage = ahead % kStages;
+        if (ahead < n_steps) {
+            load_x_slice<Operand, kTileTokens>(tiles.x[ahead_stage], x, first_token,
+                                               ahead * kTileDepth, padded_dim);
+            load_weight_slice(slice, tiles.w[ahead_stage], w, first_output, ahead * kTileDepth,
+                              in_dim, out_dim);
+        }
+        copy_async_commit();
+        const int stage = step % kStages;
 #pragma unroll
         for (int kk = 0; kk < kTileDepth; kk += 16) {
             // A's quarters: lanes 0-15 give rows 0-15 at column kk, lanes 16-31 at kk + 8.
@@ -185,8 +198,8 @@ __global__ void __launch_bounds__(kTcThreads)
                 }
             }
         }
-        if (has_next) store_weight_slice(slice, tiles.w[next]);
-        __syncthreads();  // this stage is read before step + 2 overwrites it
+        // A block matrix's pieces, loaded before the multiplications, go in after them.
+        if (ahead < n_steps) store_weight_slice(slice, tiles.w[ahead_stage]);
     }
     // END SOLUTION
 
@@ -213,6 +226,15 @@ __global__ void round_operands_kernel(Operand* out, const float* x, int n_tokens
     if (i >= int64_t(padded_tokens) * padded_dim) return;
     const int t = int(i / padded_dim), k = int(i % padded_dim);
     out[i] = to_operand<Operand>(t < n_tokens && k < in_dim ? x[int64_t(t) * in_dim + k] : 0.0f);
+}
+
+bool gpu_has_tensor_core_mma() {
+    static const bool has = [] {
+        int major = 0;
+        CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+        return major >= 8;
+    }();
+    return has;
 }
 
 bool tensor_cores_take(uint32_t w_type) {
@@ -245,8 +267,12 @@ static void launch_tiles(float* out, const Operand* x, const Weight* w, int n_to
                          int padded_dim, int out_dim) {
     const dim3 grid((out_dim + kTileOutputs - 1) / kTileOutputs,
                     (n_tokens + kTileTokens - 1) / kTileTokens);
-    tensor_core_gemm_kernel<Operand, Weight, path, kTileTokens>
-        <<<grid, kTcThreads>>>(out, x, w, n_tokens, in_dim, padded_dim, out_dim);
+    auto* kernel = tensor_core_gemm_kernel<Operand, Weight, path, kTileTokens>;
+    const int shared_bytes = sizeof(GemmTiles<Operand, kTileTokens>);
+    // More than 48 KB of shared memory a block is opted into, kernel by kernel.
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    shared_bytes));
+    kernel<<<grid, kTcThreads, shared_bytes>>>(out, x, w, n_tokens, in_dim, padded_dim, out_dim);
     check_launch("tensor_core_gemm_kernel");
 }
 

@@ -8,6 +8,10 @@
 
 namespace gpu {
 
+// Whether this GPU has the instructions of tensor_core_ptx.cuh: compute capability 8.0
+// (Ampere) or later. On an older one (Turing) the prompt keeps step 9's kernels.
+bool gpu_has_tensor_core_mma();
+
 // Whether tensor_core_matmul takes weights of this ggml type: F16, BF16, Q8_0, Q5_0, Q4_K, Q6_K.
 bool tensor_cores_take(uint32_t w_type);
 

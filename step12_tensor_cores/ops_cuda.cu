@@ -380,7 +380,7 @@ static void launch_matmul(float* out, const float* x, const Weight* w, int n_tok
 void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens, int in_dim,
             int out_dim) {
     if (int64_t(n_tokens) * out_dim == 0) return;
-    if (n_tokens > 1 && tensor_cores_take(w_type))  // step 12
+    if (n_tokens > 1 && tensor_cores_take(w_type) && gpu_has_tensor_core_mma())  // step 12
         return tensor_core_matmul(out, x, w, w_type, n_tokens, in_dim, out_dim);
     if ((n_tokens + kTileTokens - 1) / kTileTokens > 65535)  // the grid's y dimension
         fail("gpu::matmul takes up to %d tokens at once, not %d", 65535 * kTileTokens, n_tokens);

@@ -28,20 +28,6 @@ __device__ inline uint32_t shared_address(const void* p) {
     return uint32_t(__cvta_generic_to_shared(p));
 }
 
-// cp.async: 16 bytes from global memory to shared memory. When `valid` is false it reads nothing
-// and writes 16 zero bytes (a source size of 0), which is how a tile's edge is padded.
-__device__ inline void copy_async_16(void* shared, const void* global, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)),
-                 "l"(global), "r"(valid ? 16 : 0));
-}
-// Closes the group of copies this thread issued since the last commit.
-__device__ inline void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-// Waits until at most `pending` of this thread's groups are still in flight.
-template <int pending>
-__device__ inline void copy_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
-}
-
 // ldmatrix .x4: lanes 8i .. 8i + 7 give the addresses of the 8 rows (16 bytes each) of matrix i;
 // r[i] receives, in every lane, two values of matrix i: row group, columns pair.
 __device__ inline void load_matrix_x4(uint32_t (&r)[4], const void* row) {
@@ -54,6 +40,25 @@ __device__ inline void load_matrix_x4_transposed(uint32_t (&r)[4], const void* r
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(shared_address(row)));
+}
+
+// cp.async and mma.m16n8k16 came with Ampere (compute capability 8.0). The programs also carry
+// code for Turing (sm_75), where these two compile to a trap: gpu_has_tensor_core_mma()
+// (gemm_tensor_cores.h) keeps such a GPU on step 9's kernels, so it never runs them.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+
+// cp.async: 16 bytes from global memory to shared memory. When `valid` is false it reads nothing
+// and writes 16 zero bytes (a source size of 0), which is how a tile's edge is padded.
+__device__ inline void copy_async_16(void* shared, const void* global, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)),
+                 "l"(global), "r"(valid ? 16 : 0));
+}
+// Closes the group of copies this thread issued since the last commit.
+__device__ inline void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most `pending` of this thread's groups are still in flight.
+template <int pending>
+__device__ inline void copy_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
 }
 
 // mma m16n8k16: acc (16 x 8 floats) += A (16 x 16) B (16 x 8), A and B of F16 or BF16 (Operand).
@@ -79,6 +84,21 @@ __device__ inline void mma_16x8x16(float (&acc)[4], const uint32_t (&a)[4], uint
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
     }
 }
+
+#else
+
+__device__ inline void copy_async_16(void*, const void*, bool) { __trap(); }
+__device__ inline void copy_async_commit() { __trap(); }
+template <int pending>
+__device__ inline void copy_async_wait() {
+    __trap();
+}
+template <typename Operand>
+__device__ inline void mma_16x8x16(float (&)[4], const uint32_t (&)[4], uint32_t, uint32_t) {
+    __trap();
+}
+
+#endif
 
 // Two floats rounded to the operand type (to nearest even) and packed into one 32-bit
 // register, the first in the low half: the unit of every fragment and of a 16-byte row piece.

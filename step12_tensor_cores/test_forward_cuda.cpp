@@ -37,6 +37,13 @@ static const char* kTinyModel = "models/tiny-qwen2.gguf";
 // meets transformers within 1e-4 + 1e-4 relative; the GPU adds float sums in other orders.
 static const Tolerance kAgainstTransformers = {1e-3, 0.0};
 static const Tolerance kAgainstCpu = {1e-4, 1e-4};
+// Step 12: on F16 weights a prompt's products and attention round their inputs to F16 (2^-11
+// relative) on the tensor cores, where the CPU path keeps floats. Those kernels are held to
+// bounds derived from that rounding in test_tensor_cores.cpp; through the tiny model's three
+// random layers the roundings add up to logit moves measured at up to 0.04 (logits of up to
+// ~8, on the H200). 0.1 leaves room for that and still catches a wrong row, head or chunk,
+// which moves logits by their own size.
+static const Tolerance kHalfOperandsAgainstCpu = {0.1, 0.0};
 
 struct TinyModel {
     GgufFile file;
@@ -142,7 +149,7 @@ TEST_CASE("GPU logits at every position equal the CPU path's (F32 weights)") {
 TEST_CASE("GPU logits at every position equal the CPU path's on the same F16 weights") {
     if (!gpu_or_skip()) return;
     RunState cpu;
-    check_all_positions(WeightPrecision::Half, kAgainstCpu,
+    check_all_positions(WeightPrecision::Half, kHalfOperandsAgainstCpu,
                         [&](const ForwardFixture&, const std::vector<int32_t>& ids) {
                             KVCache cache = make_kv_cache(tiny_model().config, int(ids.size()));
                             forward(tiny_model().config, rounded_tiny_model().weights, ids, cache,

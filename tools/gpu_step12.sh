@@ -6,7 +6,8 @@
 #   3. compute-sanitizer memcheck, racecheck and synccheck on the tensor-core checks;
 #   4. the kernels at 0.5B, 1.5B and 7B shapes (tools/bench_tensor_cores.cu) next to cuBLAS
 #      (tools/bench_cublas.py), prompts of 512 and 4096 tokens;
-#   5. --check and one prompt of 512 tokens, step11 against step12, on random-weight F16 files.
+#   5. --check and one prompt of 512 tokens, step11 against step12 (and llama.cpp's llama-bench
+#      when LLAMA_BENCH names it), on random-weight F16 files.
 #
 #   tools/gpu_step12.sh OUT [SIZE...]       SIZE of 0.5b 1.5b 7b (default 0.5b 1.5b)
 #
@@ -31,7 +32,7 @@ if [ -n "${BIN:-}" ]; then
     mkdir -p build/release && cp "$BIN"/test_step12 build/release/ && cp "$BIN"/step11 "$BIN"/step12 .
     note "binaries from $BIN"
 else
-    make -j8 "${make_flags[@]}" step11 step12 build/release/test_step12 >"$out/build.log" 2>&1
+    make -j"$(nproc)" "${make_flags[@]}" step11 step12 build/release/test_step12 >"$out/build.log" 2>&1
     note "build: rc $?"
 fi
 
@@ -62,10 +63,17 @@ for size in "${sizes[@]}"; do
         >"$out/check-$size.log" 2>&1
     note "step12 --check $size F16: rc $? | $(grep -E '^check: [0-9]+ steps' "$out/check-$size.log")"
     for step in step11 step12; do
-        timeout 120 ./$step "$file" -f tools/bench_prompt.txt -n 16 --temp 0 -c 4096 \
-            >"$out/$step-$size.log" 2>&1
-        note "$step $size F16 prompt: rc $? | $(grep -E '^prompt:' "$out/$step-$size.log")"
+        for loading in LAZY EAGER; do
+            CUDA_MODULE_LOADING=$loading timeout 120 ./$step "$file" -f tools/bench_prompt.txt \
+                -n 16 --temp 0 -c 4096 >"$out/$step-$size-$loading.log" 2>&1
+            note "$step $size F16 prompt, $loading module loading: rc $? | $(grep -E '^prompt:' \
+                "$out/$step-$size-$loading.log" | cut -d'|' -f1)"
+        done
     done
+    if [ -n "${LLAMA_BENCH:-}" ]; then
+        timeout 120 "$LLAMA_BENCH" -m "$file" -p 512 -n 0 -r 3 -ngl 99 >"$out/llama-$size.log" 2>&1
+        note "llama.cpp $size F16: rc $? | $(grep -E 'pp512' "$out/llama-$size.log" | tr -s ' ')"
+    fi
 done
 if [ -n "${LLAMA_SRC_TARBALL:-}" ]; then
     while [ ! -f "$out/llama-built" ]; do sleep 2; done
