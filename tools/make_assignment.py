@@ -240,6 +240,22 @@ REGIONS = {
              "quant_dot: the AVX2 kernel equals the scalar kernel bit for bit",
              "quant_dot: the AVX-512 VNNI kernel equals the scalar kernel bit for bit"]),
     },
+    "12": {
+        "tensor_core_gemm_kernel": Region(
+            "the pipeline: set off the first kStages - 1 steps' slices (load_x_slice, "
+            "load_weight_slice, store_weight_slice, one copy_async_commit each); then per step "
+            "wait for its group, __syncthreads, set off step + kStages - 1, and for each 16 of "
+            "the 32-deep slice load A's quarters and B's column pairs with load_matrix_x4 and "
+            "add mma_16x8x16 into acc[i][j]",
+            ["the tensor-core GEMM equals x W^T on the rounded operands, for every weight type"],
+            placeholders=("float acc[kFragsTokens][kFragsOutputs][4] = {};",)),
+        "flash_attention_tile": Region(
+            "one key tile: S = Q K^T by mma (load_matrix_x4 of the key rows), the causal mask "
+            "and scale_log2, each row's new maximum over its 4 lanes, rescale row_sum and acc "
+            "by 2^(old - new), P = 2^(S - max) added into row_sum, then acc += P V with P "
+            "packed from the score registers and V through load_matrix_x4_transposed",
+            ["flash attention equals attention on F16 operands from 1 to 4097 positions"]),
+    },
 }
 
 
