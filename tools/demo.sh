@@ -8,10 +8,17 @@
 # (the step's first lines say which). The questions are piped in, and the step echoes each one,
 # so the transcript reads as the conversation it was.
 #
-#   LAST_STEP=08 tools/demo.sh      (make demo passes the last step's number)
+#   LAST_STEP=08 tools/demo.sh      (make demo passes the last step's number; 12 runs step11
+#                                    where there is no GPU)
 set -eu
 cd "$(dirname "$0")/.."
 step=step${LAST_STEP:?make demo sets LAST_STEP to the last step number}
+# Step 12 changed only the GPU's prompt kernels: on a machine without a GPU it is step 11's
+# program, so the demo builds step11 there (no tensor-core kernels to compile for nothing).
+if [ "$step" = step12 ] && ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "demo: no GPU here (nvidia-smi lists none), so step11: step12 adds only GPU kernels"
+    step=step11
+fi
 model=models/qwen2.5-coder-0.5b-instruct.gguf
 
 make -s --no-print-directory "$step"
