@@ -53,18 +53,17 @@ __device__ void load_rows(__half (*tile)[kHeadDim + 8], const float* src, int64_
     constexpr int kQuads = kHeadDim / 4;
     for (int i = threadIdx.x; i < kFlashKeys * kQuads; i += kFlashThreads) {
         const int row = i / kQuads, d = (i % kQuads) * 4;
-        const float4 value = row < n_rows
-                                 ? *reinterpret_cast<const float4*>(src + row * stride + d)
-                                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        *reinterpret_cast<uint2*>(&tile[row][d]) = make_uint2(
-            pack_pair<__half>(value.x, value.y), pack_pair<__half>(value.z, value.w));
+        const float4 value = row < n_rows ? *reinterpret_cast<const float4*>(src + row * stride + d)
+                                          : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        *reinterpret_cast<uint2*>(&tile[row][d]) =
+            make_uint2(pack_pair<__half>(value.x, value.y), pack_pair<__half>(value.z, value.w));
     }
 }
 
 template <int kHeadDim>
 __global__ void __launch_bounds__(kFlashThreads)
-    flash_attention_kernel(float* out, const float* q, const float* k, const float* v,
-                           int n_tokens, int first_position, int n_heads, int n_kv_heads) {
+    flash_attention_kernel(float* out, const float* q, const float* k, const float* v, int n_tokens,
+                           int first_position, int n_heads, int n_kv_heads) {
     constexpr int kDimSteps = kHeadDim / 16;  // mma steps along a head (Q K^T's depth)
     constexpr int kKeySteps = kFlashKeys / 16;
     __shared__ __align__(128) FlashTiles<kHeadDim> tiles;
@@ -152,8 +151,8 @@ __global__ void __launch_bounds__(kFlashThreads)
         for (int n = 0; n < 2 * kDimSteps; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[n][e] *= rescale[e / 2];
-        // O += P V: P's columns 16 kk .. 16 kk + 15 are score columns 2 kk and 2 kk + 1, already
-        // in A's layout; V through the transposing ldmatrix.
+                // O += P V: P's columns 16 kk .. 16 kk + 15 are score columns 2 kk and 2 kk + 1, already
+                // in A's layout; V through the transposing ldmatrix.
 #pragma unroll
         for (int kk = 0; kk < kKeySteps; kk++) {
             const uint32_t p[4] = {pack_pair<__half>(score[2 * kk][0], score[2 * kk][1]),
@@ -163,8 +162,9 @@ __global__ void __launch_bounds__(kFlashThreads)
 #pragma unroll
             for (int n = 0; n < 2 * kDimSteps; n += 2) {
                 uint32_t b[4];
-                load_matrix_x4_transposed(b, &tiles.values[16 * kk + lane % 8 + ((lane / 8) % 2) * 8]
-                                                          [8 * n + (lane / 16) * 8]);
+                load_matrix_x4_transposed(b,
+                                          &tiles.values[16 * kk + lane % 8 + ((lane / 8) % 2) * 8]
+                                                       [8 * n + (lane / 16) * 8]);
                 mma_16x8x16<__half>(acc[n], p, b[0], b[1]);
                 mma_16x8x16<__half>(acc[n + 1], p, b[2], b[3]);
             }
@@ -201,11 +201,11 @@ void flash_attention(float* out, const float* q, const float* k, const float* v,
              n_kv_heads);
     const dim3 grid((n_tokens + kFlashQueries - 1) / kFlashQueries, n_heads);
     if (head_dim == 64)
-        flash_attention_kernel<64><<<grid, kFlashThreads>>>(out, q, k, v, n_tokens,
-                                                            first_position, n_heads, n_kv_heads);
+        flash_attention_kernel<64>
+            <<<grid, kFlashThreads>>>(out, q, k, v, n_tokens, first_position, n_heads, n_kv_heads);
     else
-        flash_attention_kernel<128><<<grid, kFlashThreads>>>(out, q, k, v, n_tokens,
-                                                             first_position, n_heads, n_kv_heads);
+        flash_attention_kernel<128>
+            <<<grid, kFlashThreads>>>(out, q, k, v, n_tokens, first_position, n_heads, n_kv_heads);
     check_launch("flash_attention_kernel");
 }
 

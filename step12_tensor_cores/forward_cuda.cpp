@@ -96,8 +96,8 @@ static void forward_chunk(const ModelConfig& config, const DeviceWeights& weight
             flash_attention(s.attn.data(), s.q.data(), cache.keys(l), cache.values(l), n,
                             first_position, n_heads, n_kv_heads, head_dim);
         else
-            attention(s.attn.data(), s.q.data(), cache.keys(l), cache.values(l), n,
-                      first_position, n_heads, n_kv_heads, head_dim);
+            attention(s.attn.data(), s.q.data(), cache.keys(l), cache.values(l), n, first_position,
+                      n_heads, n_kv_heads, head_dim);
         linear(s.delta.data(), s.attn.data(), layer.attn_output, n);
         residual_add(s.x.data(), s.delta.data(), int64_t(n) * d);
 
@@ -113,8 +113,7 @@ static void forward_chunk(const ModelConfig& config, const DeviceWeights& weight
     // Final norm and LM head, only for the positions whose logits were asked for.
     if (n_logit_rows > 0) {
         const float* last_rows = s.x.data() + int64_t(n - n_logit_rows) * d;
-        rmsnorm(s.h.data(), last_rows, weights.output_norm.data(), n_logit_rows, d,
-                config.rms_eps);
+        rmsnorm(s.h.data(), last_rows, weights.output_norm.data(), n_logit_rows, d, config.rms_eps);
         linear(logits, s.h.data(), lm_head(weights), n_logit_rows);
     }
     cache.n_filled += n;
@@ -133,7 +132,8 @@ void forward(const ModelConfig& config, const DeviceWeights& weights,
         const int n_chunk = std::min(kPromptChunk, n - first);
         const bool last = first + n_chunk == n;
         // LogitRows::All: every chunk's rows of logits; LastOnly: the last chunk's last row.
-        float* logits = state.logits.data() + (rows == LogitRows::All ? int64_t(first) * weights.n_vocab : 0);
+        float* logits =
+            state.logits.data() + (rows == LogitRows::All ? int64_t(first) * weights.n_vocab : 0);
         const int chunk_logit_rows = rows == LogitRows::All ? n_chunk : last ? 1 : 0;
         forward_chunk(config, weights, ids.data() + first, n_chunk, cache, state, logits,
                       chunk_logit_rows);

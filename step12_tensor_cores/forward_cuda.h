@@ -31,7 +31,7 @@ constexpr int kPromptChunk = 512;
 // Every activation of one forward pass, in device memory, sized for the longest chunk run so
 // far (DeviceBuffer only grows), and the logits of the whole pass.
 struct DeviceRunState {
-    int n_tokens = 0;  // the chunk's tokens
+    int n_tokens = 0;            // the chunk's tokens
     DeviceBuffer<int32_t> ids;   // (n_tokens) the input token ids
     DeviceBuffer<float> x;       // (n_tokens, d_model) the residual stream
     DeviceBuffer<float> h;       // (n_tokens, d_model) normalized input of a sublayer

@@ -60,7 +60,8 @@ struct GemmTiles {
     Operand w[kStages][kTileOutputs][kRowStride];  // (stage, output, k) of W
 };
 
-// A thread's share of one slice of W: the (row, k chunk) pairs it fills, kRowsPerThread of them.
+// A thread's share of one slice of W: kWeightChunks (row, k chunk) pairs, chunk threadIdx.x +
+// j * kTcThreads for j = 0, 1, ...: neighbouring threads fill neighbouring chunks of a row.
 constexpr int kWeightChunks = kTileOutputs * kChunksPerRow / kTcThreads;  // 4
 
 template <typename Operand, typename Weight, WeightPath path>
@@ -111,8 +112,8 @@ __device__ void store_weight_slice(const WeightSlice<Operand, Weight, path>& sli
 #pragma unroll
         for (int j = 0; j < kWeightChunks; j++) {
             const int chunk = threadIdx.x + j * kTcThreads;
-            *reinterpret_cast<uint4*>(&w_tile[chunk / kChunksPerRow]
-                                             [(chunk % kChunksPerRow) * kChunkValues]) =
+            *reinterpret_cast<uint4*>(
+                &w_tile[chunk / kChunksPerRow][(chunk % kChunksPerRow) * kChunkValues]) =
                 slice.values[j];
         }
     }
@@ -133,8 +134,8 @@ __device__ void load_x_slice(Operand (*x_tile)[kRowStride], const Operand* x, in
 
 template <typename Operand, typename Weight, WeightPath path, int kTileTokens>
 __global__ void __launch_bounds__(kTcThreads)
-    tensor_core_gemm_kernel(float* out, const Operand* x, const Weight* w, int n_tokens,
-                            int in_dim, int padded_dim, int out_dim) {
+    tensor_core_gemm_kernel(float* out, const Operand* x, const Weight* w, int n_tokens, int in_dim,
+                            int padded_dim, int out_dim) {
     constexpr int kWarpTokens = kTileTokens / kTcWarpsTokens;  // 64 or 32
     constexpr int kFragsTokens = kWarpTokens / 16;             // mma rows of 16: 4 or 2
     constexpr int kFragsOutputs = kWarpOutputs / 8;            // mma columns of 8: 8
@@ -182,15 +183,15 @@ __global__ void __launch_bounds__(kTcThreads)
             uint32_t a[kFragsTokens][4];
 #pragma unroll
             for (int i = 0; i < kFragsTokens; i++)
-                load_matrix_x4(a[i], &tiles.x[stage][warp_tokens + 16 * i + lane % 16]
-                                               [kk + (lane / 16) * 8]);
-            // B for two columns of 8 at once: lanes 0-7 rows 0-7 at kk, 8-15 the same rows at
-            // kk + 8, 16-31 rows 8-15 likewise.
+                load_matrix_x4(
+                    a[i], &tiles.x[stage][warp_tokens + 16 * i + lane % 16][kk + (lane / 16) * 8]);
+                // B for two columns of 8 at once: lanes 0-7 rows 0-7 at kk, 8-15 the same rows at
+                // kk + 8, 16-31 rows 8-15 likewise.
 #pragma unroll
             for (int j = 0; j < kFragsOutputs; j += 2) {
                 uint32_t b[4];
                 load_matrix_x4(b, &tiles.w[stage][warp_outputs + 8 * j + lane % 8 + (lane / 16) * 8]
-                                                 [kk + ((lane / 8) % 2) * 8]);
+                                          [kk + ((lane / 8) % 2) * 8]);
 #pragma unroll
                 for (int i = 0; i < kFragsTokens; i++) {
                     mma_16x8x16<Operand>(acc[i][j], a[i], b[0], b[1]);
@@ -270,8 +271,8 @@ static void launch_tiles(float* out, const Operand* x, const Weight* w, int n_to
     auto* kernel = tensor_core_gemm_kernel<Operand, Weight, path, kTileTokens>;
     const int shared_bytes = sizeof(GemmTiles<Operand, kTileTokens>);
     // More than 48 KB of shared memory a block is opted into, kernel by kernel.
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    shared_bytes));
+    CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
     kernel<<<grid, kTcThreads, shared_bytes>>>(out, x, w, n_tokens, in_dim, padded_dim, out_dim);
     check_launch("tensor_core_gemm_kernel");
 }
@@ -302,8 +303,7 @@ void tensor_core_matmul(float* out, const float* x, const void* w, uint32_t w_ty
         fail("gpu::tensor_core_matmul takes F16, BF16, Q8_0, Q5_0, Q4_K or Q6_K weights, not %s",
              type_name(w_type));
     if ((n_tokens + 63) / 64 > 65535)  // the grid's y dimension
-        fail("gpu::tensor_core_matmul takes up to %d tokens at once, not %d", 65535 * 64,
-             n_tokens);
+        fail("gpu::tensor_core_matmul takes up to %d tokens at once, not %d", 65535 * 64, n_tokens);
     // 16-byte copies need rows of whole, aligned chunks.
     const bool copies_fit = in_dim % kChunkValues == 0 && uintptr_t(w) % 16 == 0;
     with_weight_type(w_type, "tensor_core_matmul", [&](auto tag) {

@@ -94,7 +94,6 @@ void lm_head_argmax(float*, void*, const float*, const float*, float, const void
     no_gpu_code();
 }
 
-
 bool gpu_has_tensor_core_mma() { no_gpu_code(); }
 bool tensor_cores_take(uint32_t) { no_gpu_code(); }
 void tensor_core_matmul(float*, const float*, const void*, uint32_t, int, int, int) {

@@ -116,10 +116,8 @@ __device__ inline uint32_t pack_pair(float low, float high) {
 // A float rounded to the operand type, as stored.
 template <typename Operand>
 __device__ inline Operand to_operand(float value) {
-    if constexpr (std::is_same_v<Operand, __half>)
-        return __float2half_rn(value);
-    else
-        return __float2bfloat16_rn(value);
+    if constexpr (std::is_same_v<Operand, __half>) return __float2half_rn(value);
+    else return __float2bfloat16_rn(value);
 }
 
 }  // namespace gpu

@@ -164,8 +164,8 @@ TEST_CASE("gpu::matmul reads Q8_0, Q5_0, Q4_K and Q6_K blocks as dequantize() do
     // (n_tokens, in_dim, out_dim). One token: rows of 1 to 35 blocks of 256 (8960 is split over
     // 4 warps), and of 32-weight blocks, 3 to 28 of them (896: the 0.5B model's rows). (Step
     // 12: more tokens run on the tensor cores, checked in test_tensor_cores.cpp.)
-    const int shapes[][3] = {{1, 256, 33}, {1, 1536, 4867}, {1, 8960, 65},
-                             {1, 96, 7},   {1, 896, 130}};
+    const int shapes[][3] = {
+        {1, 256, 33}, {1, 1536, 4867}, {1, 8960, 65}, {1, 96, 7}, {1, 896, 130}};
     for (const auto& shape : shapes) {
         const int n_tokens = shape[0], in_dim = shape[1], out_dim = shape[2];
         for (GgmlType type : kBlockTypes) {

@@ -61,8 +61,8 @@ static std::vector<float> weights_as_floats(const std::vector<uint8_t>& w, GgmlT
 }
 
 struct GemmReference {
-    std::vector<float> exact;    // (n_tokens, out_dim) x W^T of the exact operands
-    std::vector<float> rounded;  // the same of the rounded operands
+    std::vector<float> exact;       // (n_tokens, out_dim) x W^T of the exact operands
+    std::vector<float> rounded;     // the same of the rounded operands
     std::vector<double> magnitude;  // sum over k of |x_k w_k|, each output's scale of error
 };
 
@@ -93,8 +93,7 @@ static GemmReference gemm_reference(const std::vector<float>& x, const std::vect
 // Counts the outputs with |gpu - reference| above bound_scale * magnitude + 1e-6 and reports
 // the first ones.
 static void check_within(const std::vector<float>& gpu, const std::vector<float>& reference,
-                         const std::vector<double>& magnitude, double bound_scale,
-                         int row_length) {
+                         const std::vector<double>& magnitude, double bound_scale, int row_length) {
     REQUIRE(gpu.size() == reference.size());
     int mismatches = 0;
     std::string report;
@@ -117,9 +116,9 @@ TEST_CASE("the tensor-core GEMM equals x W^T on the rounded operands, for every 
     // every side), in_dim not a multiple of the 32-deep steps (96, 1000) or of 8 (77, 17: the
     // one-weight-at-a-time path), out_dim cut inside a 128-wide tile and inside an mma column
     // of 8 (33, 129, 4867), and 8960, a long walk. 513 x 4867 takes 128-token tiles.
-    const int shapes[][3] = {{1, 64, 33},     {2, 256, 64},  {17, 77, 130},  {17, 1536, 1000},
-                             {65, 17, 129},   {513, 96, 200}, {33, 8960, 65}, {513, 256, 4867},
-                             {130, 1000, 257}};
+    const int shapes[][3] = {{1, 64, 33},      {2, 256, 64},     {17, 77, 130},
+                             {17, 1536, 1000}, {65, 17, 129},    {513, 96, 200},
+                             {33, 8960, 65},   {513, 256, 4867}, {130, 1000, 257}};
     const GgmlType types[] = {GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                               GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q6_K};
     for (const auto& shape : shapes) {
@@ -147,8 +146,8 @@ TEST_CASE("the tensor-core GEMM equals x W^T on the rounded operands, for every 
             // bound of a float sum (0.05% at 8960). A term taken from the wrong row, column
             // or k step is of order sum|x w| / in_dim and shows for in_dim up to ~4000; a
             // wrong tile or fragment quarter (8 to 16 terms) at every size.
-            check_within(gpu, reference.rounded, reference.magnitude,
-                         in_dim * std::ldexp(1.0, -24), out_dim);
+            check_within(gpu, reference.rounded, reference.magnitude, in_dim * std::ldexp(1.0, -24),
+                         out_dim);
             // Against the exact operands: x and W are each rounded once (relative error u,
             // the operand's unit roundoff), so each product moves by at most 2u of itself:
             // 2u * sum|x w|, plus the sums' bound above.
@@ -163,13 +162,13 @@ TEST_CASE("gpu::matmul takes the tensor cores for prompts of 16-bit and block ma
     CHECK(gpu::tensor_cores_take(uint32_t(GgmlType::F16)));
     CHECK(gpu::tensor_cores_take(uint32_t(GgmlType::BF16)));
     CHECK(gpu::tensor_cores_take(uint32_t(GgmlType::Q4_K)));
-    CHECK_FALSE(gpu::tensor_cores_take(uint32_t(GgmlType::F32)));  // the exact path
+    CHECK_FALSE(gpu::tensor_cores_take(uint32_t(GgmlType::F32)));   // the exact path
     CHECK_FALSE(gpu::tensor_cores_take(uint32_t(GgmlType::Q4_0)));  // converted to F16 at load
-    CHECK_THROWS_WITH_AS(gpu::tensor_core_matmul(nullptr, nullptr, nullptr,
-                                                 uint32_t(GgmlType::F32), 2, 8, 8),
-                         "gpu::tensor_core_matmul takes F16, BF16, Q8_0, Q5_0, Q4_K or Q6_K "
-                         "weights, not F32",
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        gpu::tensor_core_matmul(nullptr, nullptr, nullptr, uint32_t(GgmlType::F32), 2, 8, 8),
+        "gpu::tensor_core_matmul takes F16, BF16, Q8_0, Q5_0, Q4_K or Q6_K "
+        "weights, not F32",
+        Error);
 }
 
 // n_tokens new queries at first_position.. over first_position + n_tokens cached positions:

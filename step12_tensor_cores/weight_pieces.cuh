@@ -23,7 +23,8 @@ inline const char* type_name(uint32_t type) { return ggml_type_info(type).name; 
 
 // ---- Step 11: a row of any weight type, read the same way ----
 //
-// The kernels below are written once for every weight type. They need four things of a type:
+// The kernels (ops_cuda.cu, gemm_tensor_cores.cu) are written once for every weight type. They
+// need four things of a type:
 //   kBlockWeights<W>  weights per W (1 for F32/F16/BF16, 32 or 256 for a block type), so that
 //                     row r of a matrix of rows of `dim` weights starts at w + r * dim / kBlockWeights
 //   kPieceWeights<W>  weights per piece, the unit a lane loads: a 16-byte load of F32/F16/BF16

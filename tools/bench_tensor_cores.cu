@@ -89,7 +89,8 @@ static std::vector<uint8_t> random_matrix(GgmlType type, int rows, int cols) {
 }
 
 static void row(const char* kernel, const std::string& shape, double ms, double flops) {
-    std::printf("%s\t%s\t%.1f\t%.1f\n", kernel, shape.c_str(), ms * 1e3, flops / (ms * 1e-3) / 1e12);
+    std::printf("%s\t%s\t%.1f\t%.1f\n", kernel, shape.c_str(), ms * 1e3,
+                flops / (ms * 1e-3) / 1e12);
     std::fflush(stdout);
 }
 
@@ -109,8 +110,8 @@ int main(int argc, char** argv) {
     const int d = shape->d_model, q_dim = shape->n_heads * shape->head_dim;
     const int kv_dim = shape->n_kv_heads * shape->head_dim;
     // The products of one layer (QKV as one matrix, gate and up each), as (out_dim, in_dim).
-    const int products[][2] = {{q_dim + 2 * kv_dim, d}, {d, q_dim}, {shape->d_ff, d},
-                               {d, shape->d_ff}};
+    const int products[][2] = {
+        {q_dim + 2 * kv_dim, d}, {d, q_dim}, {shape->d_ff, d}, {d, shape->d_ff}};
     const char* names[] = {"qkv", "wo", "gate/up", "down"};
     for (int p = 0; p < 4; p++) {
         const int out_dim = products[p][0], in_dim = products[p][1];
@@ -121,16 +122,15 @@ int main(int argc, char** argv) {
         DeviceBuffer<float> out(size_t(n) * out_dim);
         DeviceBuffer<float> w_f32(random_floats(size_t(out_dim) * in_dim, 2, 0.03f));
         row("step09 float GEMM (F32 W)", label, median_ms([&] {
-                gpu::matmul(out.data(), x.data(), w_f32.data(), uint32_t(GgmlType::F32), n,
-                            in_dim, out_dim);
+                gpu::matmul(out.data(), x.data(), w_f32.data(), uint32_t(GgmlType::F32), n, in_dim,
+                            out_dim);
             }),
             flops);
         for (GgmlType type : {GgmlType::F16, GgmlType::Q4_K}) {
             DeviceBuffer<uint8_t> w(random_matrix(type, out_dim, in_dim));
-            const std::string kernel = std::string("step12 tensor cores (") +
-                                       ggml_type_info(uint32_t(type)).name + " W, tile " +
-                                       std::to_string(gpu::tensor_core_tile_tokens(n, out_dim)) +
-                                       ")";
+            const std::string kernel =
+                std::string("step12 tensor cores (") + ggml_type_info(uint32_t(type)).name +
+                " W, tile " + std::to_string(gpu::tensor_core_tile_tokens(n, out_dim)) + ")";
             row(kernel.c_str(), label, median_ms([&] {
                     gpu::tensor_core_matmul(out.data(), x.data(), w.data(), uint32_t(type), n,
                                             in_dim, out_dim);
