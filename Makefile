@@ -154,14 +154,16 @@ diff: ## what step STEP=NN adds to the step before it, e.g. make diff STEP=03
 	@tools/diff_step.sh "$(STEP)"
 
 # make bench: the series' models (SIZES: random-weight Q4_K_M files, or MODEL=FILE), where steps
-# 06-08 and transformers run (DEVICE=cpu: a table without a GPU), more flags of
-# tools/bench_series.py (BENCH_FLAGS), and a Python with torch, transformers and gguf-py.
+# 06-12 and transformers run (DEVICE=cpu: a table without a GPU), more flags of
+# tools/bench_series.py (BENCH_FLAGS), and a Python with torch, transformers and gguf-py. After
+# the tables it draws their staircase, build/bench/series_staircase.svg (tools/plots.py
+# --source build/bench/series.md; matplotlib from make setup; --no-figure in BENCH_FLAGS skips it).
 SIZES        ?= 0.5b 1.5b 7b
 DEVICE       ?= cuda
 BENCH_FLAGS  ?= --skip 'step05@7b:a 512-token pass takes the CPU minutes at 7B'
 BENCH_PYTHON ?= $(or $(wildcard .venv/bin/python3),python3)
 
-bench: ## benchmarks, not tests: tokenizer MB/s next to HF tokenizers, then steps 05-08 next to transformers (SIZES, MODEL=, DEVICE=) into build/bench/series.md
+bench: ## benchmarks, not tests: tokenizer MB/s next to HF tokenizers, then steps 05-12 next to transformers (SIZES, MODEL=, DEVICE=) into build/bench/series.md and its staircase picture
 	tools/bench_tokenizer.sh
 	$(BENCH_PYTHON) tools/bench_series.py --device $(DEVICE) \
 	    $(if $(MODEL),--model $(MODEL),$(addprefix --size ,$(SIZES))) $(BENCH_FLAGS)

@@ -1,8 +1,8 @@
 // gemm_tensor_cores.cu - step 12: out = x W^T for a prompt, on the tensor cores.
 //
 // Step 9's tiled GEMM (ops_cuda.cu) does its multiply-adds one FMA instruction at a time, 32 a
-// warp. A tensor core takes a whole 16 x 16 x 8 product in one mma instruction (4096 multiply-
-// adds a warp), on operands of 16 bits. So the work of this kernel is less the arithmetic than
+// warp. A tensor core takes a whole (16 x 16) x (16 x 8) product in one mma instruction (2048
+// multiply-adds a warp), on operands of 16 bits. So the work of this kernel is less the arithmetic than
 // keeping those instructions fed:
 //
 //   1. Tiles. A block of 4 warps computes a tile of kTileTokens x 128 outputs. It walks in_dim

@@ -2,7 +2,7 @@
 // each a one-line function around inline PTX (the GPU's assembly language).
 //
 //   mma          a warp multiplies a 16 x 16 tile of A by a 16 x 8 tile of B and adds the
-//                product to a 16 x 8 tile of floats: 4096 multiply-adds in one instruction
+//                product to a 16 x 8 tile of floats: 2048 multiply-adds in one instruction
 //   ldmatrix     a warp loads four 8 x 8 tiles of 16-bit values from shared memory, each
 //                lane receiving exactly the values mma wants from it
 //   cp.async     a thread starts a 16-byte copy from global to shared memory that does not

@@ -34,6 +34,13 @@ copies (rows without a copy figure when torch is missing), and a transformers fa
 Every child process has a time limit (--timeout, and --budget for the whole run); an engine that
 fails, times out or is skipped (--skip) is a row that says why. Rows are written to the file as they
 finish, so a run cut short keeps what it measured; --append adds to the file, one call per size.
+
+Once the tables are written it draws their staircase, series_staircase.svg beside the file (in
+build/bench/ by default): a panel per model, each step's prompt and generated tokens/s, its
+roofline, llama.cpp's two speeds as lines; the picture of docs/figures/series_staircase.svg, drawn
+from this run's table alone. It is `tools/plots.py --source FILE series_staircase`, run as a child
+with this Python, which needs matplotlib for it (`make setup` installs it); without matplotlib the
+run says so and the tables stand alone. --no-figure leaves the picture out.
 """
 
 import argparse
@@ -531,6 +538,21 @@ def bench_model(model, size, args, clock, copies, machine, build_failures, skips
             report.table_row(row_cells(row, copies))
 
 
+def draw_staircase(table):
+    """The staircase picture of the tables in `table` (every table of the file, so an --append
+    run's earlier sizes too): tools/plots.py draws series_staircase from it alone, into the
+    file's folder. A picture that cannot be drawn (no matplotlib in this Python) is a line that
+    says why; the tables are written by then."""
+    cmd = [sys.executable, str(REPO / "tools" / "plots.py"), "--out", str(table.parent),
+           "--source", str(table), "series_staircase"]
+    outcome = run_child(cmd, 120)
+    if outcome.rc == 0:
+        print(f"its staircase: {shown(table.parent / 'series_staircase.svg')}", file=sys.stderr)
+    else:
+        print(f"no staircase picture: tools/plots.py {outcome.why_failed()} (it needs matplotlib: "
+              f"make setup; or --no-figure)", file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -539,11 +561,13 @@ def main():
                     help="a random-weight Q4_K_M model of this shape (repeatable)")
     ap.add_argument("--model", action="append", default=[], help="a GGUF file (repeatable)")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
-                    help="where steps 06-08 and transformers run (step05 runs on the CPU)")
+                    help="where steps 06-12 and transformers run (step05 runs on the CPU)")
     ap.add_argument("--output", default=str(REPO / "build" / "bench" / "series.md"),
                     help="the markdown file (default build/bench/series.md); the children's output "
                          "goes to logs/ beside it")
     ap.add_argument("--append", action="store_true", help="add to --output instead of replacing it")
+    ap.add_argument("--no-figure", action="store_true",
+                    help="no staircase picture (series_staircase.svg beside --output) of the tables")
     ap.add_argument("--prompt-file", default="tools/bench_prompt.txt",
                     help="the prompt, its exact bytes (default tools/bench_prompt.txt: 512 tokens)")
     ap.add_argument("--prompt-repeat", type=int, default=1, metavar="R",
@@ -553,7 +577,7 @@ def main():
                          "prompt is about)")
     ap.add_argument("-c", "--context", type=int, default=0,
                     help="the steps' -c (default: theirs, 4096 positions)")
-    ap.add_argument("-n", "--new-tokens", type=int, default=128, help="tokens steps 07-08 and transformers generate")
+    ap.add_argument("-n", "--new-tokens", type=int, default=128, help="tokens steps 07-12 and transformers generate")
     ap.add_argument("--step05-new-tokens", type=int, default=2,
                     help="tokens step05 generates, each a pass over the whole sequence (default 2)")
     ap.add_argument("--step06-new-tokens", type=int, default=4,
@@ -638,6 +662,8 @@ def main():
     for model in args.model:
         bench_model(Path(model).resolve(), None, args, clock, copies, machine, build_failures, skips, report)
     print(f"\nwritten to {output} (logs in {args.log_dir})", file=sys.stderr)
+    if not args.no_figure:
+        draw_staircase(output)
 
 
 if __name__ == "__main__":
