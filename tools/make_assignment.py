@@ -35,7 +35,8 @@ class Region:
     def __init__(self, todo, checks, helpers=(), placeholders=(), needs=()):
         self.todo = todo          # what the student implements, for the TODO comment
         self.checks = checks      # doctest test case names that fail until it is written
-        self.helpers = helpers    # functions only this region calls: the stub names them
+        self.helpers = helpers    # names only the region uses (functions, or variables declared
+        #                           before it): the stub names them, so none goes unused
         self.placeholders = placeholders  # declarations the code after a partial region needs
         self.needs = needs        # regions its checks call first: they must be written before
 
@@ -248,13 +249,15 @@ REGIONS = {
             "the 32-deep slice load A's quarters and B's column pairs with load_matrix_x4 and "
             "add mma_16x8x16 into acc[i][j]",
             ["the tensor-core GEMM equals x W^T on the rounded operands, for every weight type"],
+            helpers=["tiles", "n_steps"],
             placeholders=("float acc[kFragsTokens][kFragsOutputs][4] = {};",)),
         "flash_attention_tile": Region(
             "one key tile: S = Q K^T by mma (load_matrix_x4 of the key rows), the causal mask "
             "and scale_log2, each row's new maximum over its 4 lanes, rescale row_sum and acc "
             "by 2^(old - new), P = 2^(S - max) added into row_sum, then acc += P V with P "
             "packed from the score registers and V through load_matrix_x4_transposed",
-            ["flash attention equals attention on F16 operands from 1 to 4097 positions"]),
+            ["flash attention equals attention on F16 operands from 1 to 4097 positions"],
+            helpers=["kKeySteps", "my_position", "row_max"]),
     },
 }
 
