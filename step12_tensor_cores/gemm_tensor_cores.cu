@@ -8,7 +8,7 @@
 //   1. Tiles. A block of 4 warps computes a tile of kTileTokens x 128 outputs. It walks in_dim
 //      32 at a time; each step brings a (tokens, 32) slice of x and a (128, 32) slice of W into
 //      shared memory, and each warp multiplies its (tokens / 2, 64) quarter of the tile with
-//      8 x (tokens / 32) mma per 16 of in_dim, from 8 + tokens / 32 ldmatrix loads.
+//      8 x (tokens / 32) mma per 16 of in_dim, from 4 + tokens / 32 ldmatrix loads.
 //   2. Operands of 16 bits. mma multiplies F16 or BF16. x is rounded to F16 once, before the
 //      kernel (BF16 when W is BF16, whose values may not fit F16's range), into a scratch matrix
 //      padded to whole tiles, so the kernel never checks an edge of x. A block matrix's
@@ -21,8 +21,9 @@
 //   5. cp.async and a pipeline of kStages stages. While step k is multiplied out of one stage,
 //      the slices of steps k + 1 .. k + 3 are on their way into the others, copied without a
 //      round trip through registers; a block matrix's pieces go through registers (they are
-//      unpacked), loaded before step k's multiplications and stored after them. (Two stages,
-//      the first version, waited for memory at every step: docs/en/step12.md, section 4.)
+//      unpacked), loaded before step k's multiplications and stored after them. (The first
+//      version had two stages and 8 warps of 64 x 32: docs/en/step12.md, section 4, measures
+//      the change.)
 //
 // Hopper's own tensor-core instructions (wgmma: a warp group of 128 threads multiplying tiles
 // straight out of shared memory, fed by the TMA copy engine) are the next level; mma.sync
