@@ -2,8 +2,8 @@
 // cores (flash attention).
 //
 // Attention over n positions is two matrix products per head, S = Q K^T (n x n scores) and
-// O = softmax(S) V, and step 9's prompt kernel ran both on CUDA cores, a query per pair of
-// lanes. At 4096 tokens they are 1.4 TFLOP at 1.5B, an eighth of the matrix products' work.
+// O = softmax(S) V, and step 9's prompt kernel ran both on CUDA cores, two queries a warp,
+// one float multiply-add at a time. At 4096 tokens they are 1.4 TFLOP at 1.5B, an eighth of the matrix products' work.
 // Here a block takes 64 queries of one head, a warp 16 of them, and walks the keys in tiles
 // of 64 positions:
 //
