@@ -85,18 +85,15 @@ __device__ void load_weight_slice(WeightSlice<Operand, Weight, path>& slice,
         const Weight* row_start_w = row_start(w, inside ? w_row : 0, in_dim);
         if constexpr (path == WeightPath::Copy) {
             copy_async_16(&w_tile[row][k - k0], inside ? row_start_w + k : w, inside);
-        } else if constexpr (path == WeightPath::Pieces) {
-            float weights[8] = {};
-            if (inside) unpack(load_piece(row_start_w, k / 8), k / 8, weights, row_start_w);
-            slice.values[j] = make_uint4(pack_pair<Operand>(weights[0], weights[1]),
-                                         pack_pair<Operand>(weights[2], weights[3]),
-                                         pack_pair<Operand>(weights[4], weights[5]),
-                                         pack_pair<Operand>(weights[6], weights[7]));
         } else {
-            float weights[8];
+            float weights[8] = {};
+            if constexpr (path == WeightPath::Pieces) {
+                if (inside) unpack(load_piece(row_start_w, k / 8), k / 8, weights, row_start_w);
+            } else {
 #pragma unroll
-            for (int e = 0; e < 8; e++)
-                weights[e] = inside && k + e < in_dim ? weight_at(row_start_w, k + e) : 0.0f;
+                for (int e = 0; e < 8; e++)
+                    if (inside && k + e < in_dim) weights[e] = weight_at(row_start_w, k + e);
+            }
             slice.values[j] = make_uint4(pack_pair<Operand>(weights[0], weights[1]),
                                          pack_pair<Operand>(weights[2], weights[3]),
                                          pack_pair<Operand>(weights[4], weights[5]),

@@ -49,14 +49,12 @@ static double operand_roundoff(GgmlType type) {
     return type == GgmlType::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
 }
 
-// W as floats, row after row (dequantize() for a block type).
-static std::vector<float> weights_as_floats(const std::vector<uint8_t>& w, GgmlType type, int rows,
-                                            int cols) {
+// W's bytes as floats, row after row (dequantize() for a block type).
+static std::vector<float> weights_as_floats(const uint8_t* w, uint32_t type, int rows, int cols) {
     std::vector<float> values(size_t(rows) * cols);
-    const uint64_t row_bytes = ggml_row_bytes(uint32_t(type), uint64_t(cols));
+    const uint64_t row_bytes = ggml_row_bytes(type, uint64_t(cols));
     for (int r = 0; r < rows; r++)
-        dequantize(uint32_t(type), w.data() + r * row_bytes, values.data() + size_t(r) * cols,
-                   cols);
+        dequantize(type, w + r * row_bytes, values.data() + size_t(r) * cols, cols);
     return values;
 }
 
@@ -131,8 +129,9 @@ TEST_CASE("the tensor-core GEMM equals x W^T on the rounded operands, for every 
             CAPTURE(ggml_type_info(uint32_t(type)).name);
             std::vector<float> x = random_values(size_t(n_tokens) * in_dim, 3);
             std::vector<uint8_t> w = random_weights(type, out_dim, in_dim, 4);
-            const GemmReference reference = gemm_reference(
-                x, weights_as_floats(w, type, out_dim, in_dim), type, n_tokens, in_dim, out_dim);
+            const GemmReference reference =
+                gemm_reference(x, weights_as_floats(w.data(), uint32_t(type), out_dim, in_dim),
+                               type, n_tokens, in_dim, out_dim);
 
             DeviceBuffer<float> device_x(x);
             DeviceBuffer<float> out = poisoned(reference.exact.size());
@@ -272,14 +271,15 @@ TEST_CASE("a long prompt runs in chunks of kPromptChunk: one call equals a call 
     for (float g : model.weights.output_norm)
         largest_norm_weight = std::max(largest_norm_weight, std::fabs(double(g)));
     const double h_length = std::sqrt(double(d)) * largest_norm_weight;
-    std::vector<float> row(d);
-    const uint64_t row_bytes = ggml_row_bytes(head.type, uint64_t(d));
+    const std::vector<float> head_rows =
+        weights_as_floats(static_cast<const uint8_t*>(head.data), head.type, n_vocab, d);
     int mismatches = 0;
     for (int i = 0; i < n_vocab; i++) {
-        dequantize(head.type, static_cast<const uint8_t*>(head.data) + i * row_bytes, row.data(),
-                   d);
         double w_length = 0;
-        for (float w : row) w_length += double(round_to_f16(w)) * round_to_f16(w);
+        for (int k = 0; k < d; k++) {
+            const double w = round_to_f16(head_rows[size_t(i) * d + k]);
+            w_length += w * w;
+        }
         const double allowed = 1e-5 + std::ldexp(1.0, -11) * h_length * std::sqrt(w_length);
         const double gpu_all = one_call[size_t(n - 1) * n_vocab + i];
         if (!(std::fabs(last_logits[i] - gpu_all) <= allowed)) mismatches++;

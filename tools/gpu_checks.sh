@@ -2,8 +2,10 @@
 # sourced by them after `cd` to the repository root and setting `out`, the logs' folder:
 #   gpu_start              the summary file, `note`, info.log (the GPU, the tools' versions)
 #   gpu_files NN           doctest's -sf filter for step NN's check files that use the GPU
-#   sanitize NN SECONDS    compute-sanitizer memcheck over those files, racecheck and synccheck
-#                          over the kernel checks (test_ops_cuda.cpp), each under SECONDS
+#   sanitize NN SECONDS [FILES]
+#                          compute-sanitizer memcheck over those files, racecheck and synccheck
+#                          over the kernel checks (test_ops_cuda.cpp), each under SECONDS; with
+#                          FILES (a doctest -sf pattern) all three over those files alone
 #   check_tiny NN          ./stepNN --check on the tiny model, GPU against CPU
 #   write_random_files TYPE SIZE...
 #                          writes random_file SIZE TYPE for each size in the background (a file
@@ -29,7 +31,7 @@ gpu_files() {
 }
 
 sanitize() {
-    local step=$1 seconds=$2 tool files exclude
+    local step=$1 seconds=$2 only=${3:-} tool files exclude
     for tool in memcheck racecheck synccheck; do
         # memcheck: every GPU check file; racecheck and synccheck, which watch shared memory and
         # barriers, the kernels' own checks (test_ops_cuda.cpp), whose shapes cover every
@@ -38,6 +40,7 @@ sanitize() {
         # minutes when instrumented (memcheck runs it).
         files=$(gpu_files "$step") exclude='*failing CUDA call*'
         [ "$tool" = memcheck ] || { files='-sf=*test_ops_cuda.cpp'; exclude+=',*32768*'; }
+        [ -z "$only" ] || files="-sf=$only"
         timeout "$seconds" compute-sanitizer --tool $tool --print-limit 20 \
             build/release/test_step"$step" "$files" -tse=real_model "-tce=$exclude" \
             >"$out/$tool.log" 2>&1

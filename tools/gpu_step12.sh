@@ -40,12 +40,7 @@ timeout 300 build/release/test_step12 "$(gpu_files 12)" -tse=real_model >"$out/t
 note "step12 GPU checks: rc $? | $(tail -n 1 "$out/test12.log")"
 grep -E "ERROR|SKIPPED|FAILED|values differ|outputs outside" "$out/test12.log" | head -n 30 >>"$summary"
 
-for tool in memcheck racecheck synccheck; do
-    timeout 100 compute-sanitizer --tool $tool --print-limit 20 build/release/test_step12 \
-        -sf='*test_tensor_cores.cpp' >"$out/$tool.log" 2>&1
-    note "$tool tensor cores: rc $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY' \
-        "$out/$tool.log" | tail -n 1) | $(grep -E '^test_step12:' "$out/$tool.log" | tail -n 1)"
-done
+sanitize 12 100 '*test_tensor_cores.cpp'
 
 for size in 0.5b 1.5b 7b; do
     for tokens in 512 4096; do
