@@ -22,36 +22,9 @@
 #include "gguf_tensors.h"
 #include "half.h"
 #include "model_config.h"
-#include "passive_wait.h"
 #include "timer.h"
 #include "tokenizer.h"
 #include "weights.h"
-
-static void print_usage(std::FILE* out) {
-    std::fprintf(
-        out,
-        "usage: step05 MODEL.gguf (-p TEXT | -f FILE) [options]\n"
-        "\n"
-        "Runs the Qwen2 forward pass on the CPU and prints the greedy continuation as it is\n"
-        "generated, then a timing line on stderr. There is no KV cache yet: every new token\n"
-        "re-runs the whole sequence.\n"
-        "\n"
-        "  -m MODEL.gguf        the model (or give it as the first argument)\n"
-        "  -p TEXT              the prompt\n"
-        "  -f FILE              read the prompt from FILE (its exact bytes)\n"
-        "  -n N                 tokens to generate (default 32; 0 runs only the prompt)\n"
-        "  --chat               wrap the prompt in ChatML: Qwen2.5's default system turn,\n"
-        "                       the prompt as the user turn, then the generation prompt\n"
-        "  --ids                print the generated token ids instead of text\n"
-        "  --dump-logits PATH   write the logits of the last prompt position to PATH\n"
-        "                       (n_vocab little-endian float32 values)\n"
-        "  -t N                 threads (default: every core)\n"
-        "  -c N                 context limit in tokens (default and maximum: the model's)\n"
-        "  -h, --help           show this help\n"
-        "\n"
-        "Generation stops after N tokens, at the context limit, or at <|im_end|> or\n"
-        "<|endoftext|>.\n");
-}
 
 static std::string read_file_bytes(const std::string& path) {
     std::FILE* file = std::fopen(path.c_str(), "rb");
@@ -93,59 +66,169 @@ struct Options {
     int context_limit = 0;         // 0: the model's context length
 };
 
+// The program's flags: how --help shows each one and what it sets in `o`.
+static std::vector<Flag> flag_table(Options& o) {
+    return {
+        {"-m", "MODEL.gguf", "the model (or give it as the first argument)",
+         [&o](const char* v) { o.model_path = v; }},
+        {"-p", "TEXT", "the prompt",
+         [&o](const char* v) {
+             o.prompt = v;
+             o.has_prompt = true;
+         }},
+        {"-f", "FILE", "read the prompt from FILE (its exact bytes)",
+         [&o](const char* v) {
+             o.prompt = read_file_bytes(v);
+             o.has_prompt = true;
+         }},
+        {"-n", "N", "tokens to generate (default 32; 0 runs only the prompt)",
+         [&o](const char* v) {
+             o.n_new = int(parse_int_in(v, "-n", 0, INT_MAX, "a count of 0 or more"));
+         }},
+        {"--chat", nullptr,
+         "wrap the prompt in ChatML: Qwen2.5's default system turn,\n"
+         "the prompt as the user turn, then the generation prompt",
+         [&o](const char*) { o.chat = true; }},
+        {"--ids", nullptr, "print the generated token ids instead of text",
+         [&o](const char*) { o.print_ids = true; }},
+        {"--dump-logits", "PATH",
+         "write the logits of the last prompt position to PATH\n"
+         "(n_vocab little-endian float32 values)",
+         [&o](const char* v) { o.dump_logits_path = v; }},
+        {"-t", "N", "threads (default: every core)",
+         [&o](const char* v) {
+             o.threads = int(parse_int_in(v, "-t", 1, 4096, "1 to 4096 threads"));
+         }},
+        {"-c", "N", "context limit in tokens (default and maximum: the model's)",
+         [&o](const char* v) {
+             o.context_limit = int(parse_int_in(v, "-c", 1, INT_MAX, "a positive token count"));
+         }},
+        {"-h, --help", nullptr, "show this help", nullptr},  // wants_help() looks for it first
+    };
+}
+
+static void print_usage(std::FILE* out) {
+    std::fprintf(
+        out,
+        "usage: step05 MODEL.gguf (-p TEXT | -f FILE) [options]\n"
+        "\n"
+        "Runs the Qwen2 forward pass on the CPU and prints the greedy continuation as it is\n"
+        "generated, then a timing line on stderr. There is no KV cache yet: every new token\n"
+        "re-runs the whole sequence.\n"
+        "\n");
+    Options unused;
+    print_flags(out, flag_table(unused));
+    std::fprintf(out,
+                 "\n"
+                 "Generation stops after N tokens, at the context limit, or at <|im_end|> or\n"
+                 "<|endoftext|>.\n"
+                 "\n"
+                 "OpenMP's idle threads spin a while before they sleep; on a machine busy with\n"
+                 "other work, OMP_WAIT_POLICY=passive makes them sleep at once.\n");
+}
+
 // Reads the command line; fails with one line naming the flag that is wrong.
 static Options parse_options(int argc, char** argv) {
     Options options;
-    for (int i = 1; i < argc; i++) {
-        const char* flag = argv[i];
-        if (!std::strcmp(flag, "-m")) {
-            options.model_path = flag_value(i, argc, argv);
-        } else if (!std::strcmp(flag, "-p")) {
-            options.prompt = flag_value(i, argc, argv);
-            options.has_prompt = true;
-        } else if (!std::strcmp(flag, "-f")) {
-            options.prompt = read_file_bytes(flag_value(i, argc, argv));
-            options.has_prompt = true;
-        } else if (!std::strcmp(flag, "-n")) {
-            const long long n = parse_int(flag_value(i, argc, argv), flag);
-            if (n < 0 || n > INT_MAX) fail("flag -n expects a count of 0 or more, got %lld", n);
-            options.n_new = int(n);
-        } else if (!std::strcmp(flag, "--chat")) {
-            options.chat = true;
-        } else if (!std::strcmp(flag, "--ids")) {
-            options.print_ids = true;
-        } else if (!std::strcmp(flag, "--dump-logits")) {
-            options.dump_logits_path = flag_value(i, argc, argv);
-        } else if (!std::strcmp(flag, "-t")) {
-            const long long n = parse_int(flag_value(i, argc, argv), flag);
-            if (n < 1 || n > 4096) fail("flag -t expects 1 to 4096 threads, got %lld", n);
-            options.threads = int(n);
-        } else if (!std::strcmp(flag, "-c")) {
-            const long long n = parse_int(flag_value(i, argc, argv), flag);
-            if (n < 1 || n > INT_MAX) fail("flag -c expects a positive token count, got %lld", n);
-            options.context_limit = int(n);
-        } else if (flag[0] == '-' || !options.model_path.empty()) {
-            fail("unexpected argument '%s'", flag);
-        } else {
-            options.model_path = flag;
-        }
-    }
+    parse_flags(argc, argv, flag_table(options), [&](const char* argument) {
+        if (argument[0] == '-' || !options.model_path.empty())
+            fail("unexpected argument '%s'", argument);
+        options.model_path = argument;
+    });
     if (options.model_path.empty()) fail("no model given");
     if (!options.has_prompt) fail("no prompt given: use -p TEXT or -f FILE");
+    if (options.has_prompt && options.prompt.empty() && !options.chat)
+        fail("the prompt is empty: there is nothing to continue");
     return options;
 }
 
+// -c, which may not exceed the model's context length.
+static int choose_context_limit(const Options& options, const ModelConfig& config) {
+    if (options.context_limit > int(config.context_length))
+        fail("-c %d is larger than the model's context length %u", options.context_limit,
+             config.context_length);
+    return options.context_limit > 0 ? options.context_limit : int(config.context_length);
+}
+
+// The prompt's tokens (wrapped in ChatML with --chat), refused when they do not fit in the
+// context: the tokenizer is all this needs, so it is refused before the weights load.
+static std::vector<int32_t> encode_prompt(const Options& options, const Tokenizer& tokenizer,
+                                          int context_limit) {
+    std::string text = options.prompt;
+    if (options.chat)
+        text = render_chatml({{"system", kDefaultSystemPrompt}, {"user", text}}, true);
+    std::vector<int32_t> prompt = tokenizer.encode(text);
+    if (prompt.size() > size_t(context_limit))
+        fail("the prompt has %zu tokens, more than the context limit of %d (-c)", prompt.size(),
+             context_limit);
+    return prompt;
+}
+
+// Checks and loads every weight, then describes the model on stderr. The progress line is
+// redrawn in place on a terminal; a log file gets only the final count.
+static Weights load_model_weights(const GgufFile& file, const ModelConfig& config,
+                                  const Timer& load_timer) {
+    const bool on_terminal = isatty(fileno(stderr));
+    Weights weights = load_weights(file, config, [&](size_t checked, size_t total) {
+        if (on_terminal || checked == total)
+            std::fprintf(stderr, "%sloading: %zu/%zu tensors checked", on_terminal ? "\r" : "",
+                         checked, total);
+    });
+    std::fprintf(stderr, " in %.1f ms\n", load_timer.elapsed_ms());
+    std::fprintf(stderr,
+                 "model: %s, %u layers, d_model %u, %u heads (%u KV) of %u, d_ff %u, "
+                 "vocab %d, context %u%s\n",
+                 config.architecture.c_str(), config.n_layers, config.d_model, config.n_heads,
+                 config.n_kv_heads, config.head_dim, config.d_ff, weights.n_vocab,
+                 config.context_length, weights.tied_output ? ", LM head tied" : "");
+    return weights;
+}
+
+// Generates greedily after the prompt, printing each token's text (or id, with --ids) as it
+// comes, then the timing line on stderr.
+static void run_generation(const Options& options, const ModelConfig& config,
+                           const Weights& weights, const Tokenizer& tokenizer,
+                           const std::vector<int32_t>& prompt, int context_limit) {
+    StreamDecoder decoder(tokenizer);
+    RunState state;
+    std::vector<float> prompt_logits;  // (n_vocab) for --dump-logits
+    bool first_id = true;
+    GenerationStats stats = generate_greedy(
+        config, weights, prompt, options.n_new, context_limit, state,
+        [&](int32_t id) {
+            if (tokenizer.is_end_of_generation(id)) return false;
+            if (options.print_ids) std::printf(first_id ? "%d" : " %d", id);
+            else std::fputs(decoder.push(id).c_str(), stdout);
+            std::fflush(stdout);
+            first_id = false;
+            return true;
+        },
+        options.dump_logits_path.empty() ? nullptr : &prompt_logits);
+    if (!options.print_ids) std::fputs(decoder.flush().c_str(), stdout);
+    if (!first_id) std::printf("\n");
+    std::fflush(stdout);  // the text before the timing line, also when stdout is a pipe
+    if (!options.dump_logits_path.empty()) write_f32_le(options.dump_logits_path, prompt_logits);
+
+    // The first token comes from the prompt's pass; each later one costs a pass over the
+    // whole sequence so far, so ms/token grows with the length.
+    std::fprintf(stderr, "prompt: %d tokens in %.1f ms (%.1f tokens/s)", stats.n_prompt,
+                 stats.prompt_ms, 1000.0 * stats.n_prompt / stats.prompt_ms);
+    if (stats.n_passes > 0)
+        std::fprintf(stderr, " | generated: %d tokens, %.1f ms/token (%.2f tokens/s)",
+                     stats.n_generated, stats.generate_ms / stats.n_passes,
+                     1000.0 * stats.n_passes / stats.generate_ms);
+    const int threads = omp_get_max_threads();
+    std::fprintf(stderr, " | %d thread%s\n", threads, threads == 1 ? "" : "s");
+}
+
 int main(int argc, char** argv) {
-    restart_with_passive_openmp_wait(argv);
     if (argc < 2) {
         print_usage(stderr);
         return 2;
     }
-    for (int i = 1; i < argc; i++) {
-        if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
-            print_usage(stdout);
-            return 0;
-        }
+    if (wants_help(argc, argv)) {
+        print_usage(stdout);
+        return 0;
     }
     Options options;
     try {
@@ -157,67 +240,14 @@ int main(int argc, char** argv) {
 
     try {
         if (options.threads > 0) omp_set_num_threads(options.threads);
-
         Timer load_timer;
         GgufFile file = open_gguf(options.model_path);
         ModelConfig config = read_model_config(file.metadata);
         Tokenizer tokenizer(read_vocabulary(file.metadata));
-        // One line rewritten in place on a terminal; only the final count in a log file.
-        const bool on_terminal = isatty(fileno(stderr));
-        Weights weights = load_weights(file, config, [&](size_t checked, size_t total) {
-            if (on_terminal || checked == total)
-                std::fprintf(stderr, "\rloading: %zu/%zu tensors checked", checked, total);
-        });
-        std::fprintf(stderr, " in %.1f ms\n", load_timer.elapsed_ms());
-        std::fprintf(stderr,
-                     "model: %s, %u layers, d_model %u, %u heads (%u KV) of %u, d_ff %u, "
-                     "vocab %d, context %u%s\n",
-                     config.architecture.c_str(), config.n_layers, config.d_model, config.n_heads,
-                     config.n_kv_heads, config.head_dim, config.d_ff, weights.n_vocab,
-                     config.context_length, weights.tied_output ? ", LM head tied" : "");
-
-        int context_limit = int(config.context_length);
-        if (options.context_limit > context_limit)
-            fail("-c %d is larger than the model's context length %d", options.context_limit,
-                 context_limit);
-        if (options.context_limit > 0) context_limit = options.context_limit;
-
-        std::string text = options.prompt;
-        if (options.chat)
-            text = render_chatml({{"system", kDefaultSystemPrompt}, {"user", text}}, true);
-        const std::vector<int32_t> prompt = tokenizer.encode(text);
-
-        StreamDecoder decoder(tokenizer);
-        RunState state;
-        std::vector<float> prompt_logits;  // (n_vocab) for --dump-logits
-        bool first_id = true;
-        GenerationStats stats = generate_greedy(
-            config, weights, prompt, options.n_new, context_limit, state,
-            [&](int32_t id) {
-                if (tokenizer.is_end_of_generation(id)) return false;
-                if (options.print_ids) std::printf(first_id ? "%d" : " %d", id);
-                else std::fputs(decoder.push(id).c_str(), stdout);
-                std::fflush(stdout);
-                first_id = false;
-                return true;
-            },
-            options.dump_logits_path.empty() ? nullptr : &prompt_logits);
-        if (!options.print_ids) std::fputs(decoder.flush().c_str(), stdout);
-        if (!first_id) std::printf("\n");
-        std::fflush(stdout);  // the text before the timing line, also when stdout is a pipe
-        if (!options.dump_logits_path.empty())
-            write_f32_le(options.dump_logits_path, prompt_logits);
-
-        // The first token comes from the prompt's pass; each later one costs a pass over the
-        // whole sequence so far, so ms/token grows with the length.
-        std::fprintf(stderr, "prompt: %d tokens in %.1f ms (%.1f tokens/s)", stats.n_prompt,
-                     stats.prompt_ms, 1000.0 * stats.n_prompt / stats.prompt_ms);
-        if (stats.n_passes > 0)
-            std::fprintf(stderr, " | generated: %d tokens, %.1f ms/token (%.2f tokens/s)",
-                         stats.n_generated, stats.generate_ms / stats.n_passes,
-                         1000.0 * stats.n_passes / stats.generate_ms);
-        const int threads = omp_get_max_threads();
-        std::fprintf(stderr, " | %d thread%s\n", threads, threads == 1 ? "" : "s");
+        const int context_limit = choose_context_limit(options, config);
+        const std::vector<int32_t> prompt = encode_prompt(options, tokenizer, context_limit);
+        Weights weights = load_model_weights(file, config, load_timer);
+        run_generation(options, config, weights, tokenizer, prompt, context_limit);
     } catch (const Error& error) {
         std::fprintf(stderr, "error: %s\n", error.what());
         return 1;

@@ -42,11 +42,15 @@ struct ChatSettings {
     std::function<std::string(const GenerationStats&)> more_stats;
 };
 
+// The commands, as the chat names them when it starts and after an unknown /command.
+constexpr const char* kChatCommands = "/reset starts a new conversation, /exit quits";
+
 // Reads the user's turns from `in`, one line each, until /exit or the end of the input, and
 // writes "> " before each and the reply as it is generated to `out`. `/reset` starts a new
-// conversation (and is the way on when the context is full). After each reply the timing line
-// (format_stats) goes to `log`, with any message about the context or the -n limit. Returns
-// each reply's stats.
+// conversation (and is the way on when the context is full). The first line on `log` names the
+// commands; a line of spaces is skipped, and any other line that starts with "/" is refused
+// there as an unknown command. After each reply the timing line (format_stats) goes to `log`,
+// with any message about the context or the -n limit. Returns each reply's stats.
 std::vector<GenerationStats> run_chat(const ChatModel& model, const Tokenizer& tokenizer,
                                       Sampler& sampler, const ChatSettings& settings,
                                       std::istream& in, std::ostream& out, std::ostream& log);

@@ -33,60 +33,10 @@
 #include "half.h"
 #include "kv_cache.h"
 #include "model_config.h"
-#include "passive_wait.h"
 #include "sampler.h"
 #include "timer.h"
 #include "tokenizer.h"
 #include "weights.h"
-
-static void print_usage(std::FILE* out) {
-    std::fprintf(
-        out,
-        "usage: step09 MODEL.gguf (-p TEXT | -f FILE | -i) [options]\n"
-        "\n"
-        "Runs the Qwen2 forward pass on the GPU (coalesced CUDA kernels) or the CPU, with a\n"
-        "KV cache, and prints the sampled continuation as it is generated, then a\n"
-        "timing line on stderr, with the bandwidth achieved on the GPU; -i chats.\n"
-        "\n"
-        "  -m MODEL.gguf        the model (or give it as the first argument)\n"
-        "  -p TEXT              the prompt\n"
-        "  -f FILE              read the prompt from FILE (its exact bytes)\n"
-        "  -i                   chat, one user turn per line of stdin (or of a pipe):\n"
-        "                       /reset starts a new conversation, /exit quits\n"
-        "  --system TEXT        the system turn's text (default: Qwen2.5's)\n"
-        "  -n N                 tokens to generate, per reply with -i (default 256;\n"
-        "                       0 runs only the prompt)\n"
-        "  --chat               wrap the prompt in ChatML: the system turn, the prompt\n"
-        "                       as the user turn, then the generation prompt\n"
-        "  --ids                print the generated token ids instead of text\n"
-        "  --dump-logits PATH   write the logits of the last prompt position to PATH\n"
-        "                       (n_vocab little-endian float32 values)\n"
-        "  --device cuda|cpu    where the model runs (default: cuda when there is a\n"
-        "                       GPU, else cpu with a notice)\n"
-        "  --check              run every step on the GPU and on the CPU, print the\n"
-        "                       largest difference of their logits and both next\n"
-        "                       tokens (needs a GPU)\n"
-        "  -t N                 CPU threads (default: every core)\n"
-        "  -c N                 context limit in tokens, the KV cache's size (default: the\n"
-        "                       model's context length or 4096, whichever is smaller)\n"
-        "  -h, --help           show this help\n"
-        "\n"
-        "sampling, applied in this order (defaults: Qwen2.5's generation_config):\n"
-        "  --repeat-penalty X   divide the positive logits of recent tokens by X and\n"
-        "                       multiply the negative ones (default 1.05; 1 is off)\n"
-        "  --repeat-last-n N    how many recent tokens the penalty looks at (default 64)\n"
-        "  --temp X             temperature (default 0.7; 0 is greedy: the argmax of\n"
-        "                       the model's logits, as step07, with no penalty)\n"
-        "  --top-k N            keep the N most likely tokens (default 20; 0 is off)\n"
-        "  --top-p X            keep the fewest tokens whose probability adds up to\n"
-        "                       X (default 0.8; 1 is off)\n"
-        "  --min-p X            keep the tokens at least X times as likely as the best\n"
-        "                       (default 0, off)\n"
-        "  --seed N             the draws' seed (default: a random one, printed)\n"
-        "\n"
-        "Generation stops after N tokens, at the context limit, or at <|im_end|> or\n"
-        "<|endoftext|>.\n");
-}
 
 static std::string read_file_bytes(const std::string& path) {
     std::FILE* file = std::fopen(path.c_str(), "rb");
@@ -128,88 +78,153 @@ struct Options {
     std::string dump_logits_path;  // empty: no dump
     int threads = 0;               // 0: OpenMP's default (every core, or OMP_NUM_THREADS)
     int context_limit = 0;         // 0: the model's context length, at most 4096
-    std::string device;            // "cuda", "cpu", or "": cuda when there is a GPU
-    bool check = false;            // --check: GPU and CPU side by side
+
+    std::string device;  // "cuda", "cpu", or "": cuda when there is a GPU
+    bool check = false;  // --check: GPU and CPU side by side
     SamplerSettings sampling;
     bool has_seed = false;
 };
 
+// The program's flags: how --help shows each one and what it sets in `o`.
+static std::vector<Flag> flag_table(Options& o) {
+    return {
+        {"-m", "MODEL.gguf", "the model (or give it as the first argument)",
+         [&o](const char* v) { o.model_path = v; }},
+        {"-p", "TEXT", "the prompt",
+         [&o](const char* v) {
+             o.prompt = v;
+             o.has_prompt = true;
+         }},
+        {"-f", "FILE", "read the prompt from FILE (its exact bytes)",
+         [&o](const char* v) {
+             o.prompt = read_file_bytes(v);
+             o.has_prompt = true;
+         }},
+        {"-i", nullptr,
+         "chat, one user turn per line of stdin (or of a pipe):\n"
+         "/reset starts a new conversation, /exit quits",
+         [&o](const char*) { o.interactive = true; }},
+        {"--system", "TEXT", "the system turn's text (default: Qwen2.5's)",
+         [&o](const char* v) { o.system_prompt = v; }},
+        {"-n", "N",
+         "tokens to generate, per reply with -i (default 256;\n"
+         "0 runs only the prompt)",
+         [&o](const char* v) {
+             o.n_new = int(parse_int_in(v, "-n", 0, INT_MAX, "a count of 0 or more"));
+         }},
+        {"--chat", nullptr,
+         "wrap the prompt in ChatML: the system turn, the prompt\n"
+         "as the user turn, then the generation prompt",
+         [&o](const char*) { o.chat = true; }},
+        {"--ids", nullptr, "print the generated token ids instead of text",
+         [&o](const char*) { o.print_ids = true; }},
+        {"--dump-logits", "PATH",
+         "write the logits of the last prompt position to PATH\n"
+         "(n_vocab little-endian float32 values)",
+         [&o](const char* v) { o.dump_logits_path = v; }},
+        {"--device", "cuda|cpu",
+         "where the model runs (default: cuda when there is a\n"
+         "GPU, else cpu with a notice)",
+         [&o](const char* v) {
+             o.device = v;
+             if (o.device != "cuda" && o.device != "cpu")
+                 fail("flag --device expects cuda or cpu, got '%s'", v);
+         }},
+        {"--check", nullptr,
+         "run every step on the GPU and on the CPU, print the\n"
+         "largest difference of their logits and both next\n"
+         "tokens (needs a GPU)",
+         [&o](const char*) { o.check = true; }},
+        {"-t", "N", "CPU threads (default: every core)",
+         [&o](const char* v) {
+             o.threads = int(parse_int_in(v, "-t", 1, 4096, "1 to 4096 threads"));
+         }},
+        {"-c", "N",
+         "context limit in tokens, the KV cache's size (default: the\n"
+         "model's context length or 4096, whichever is smaller)",
+         [&o](const char* v) {
+             o.context_limit = int(parse_int_in(v, "-c", 1, INT_MAX, "a positive token count"));
+         }},
+        {"-h, --help", nullptr, "show this help", nullptr},  // wants_help() looks for it first
+        {nullptr, nullptr,
+         "sampling, applied in this order (defaults: Qwen2.5's generation_config):", nullptr},
+        {"--repeat-penalty", "X",
+         "divide the positive logits of recent tokens by X and\n"
+         "multiply the negative ones (default 1.05; 1 is off)",
+         [&o](const char* v) {
+             const double penalty = parse_float(v, "--repeat-penalty");
+             if (penalty <= 0) fail("flag --repeat-penalty expects more than 0, got %g", penalty);
+             o.sampling.repeat_penalty = float(penalty);
+         }},
+        {"--repeat-last-n", "N", "how many recent tokens the penalty looks at (default 64)",
+         [&o](const char* v) {
+             o.sampling.repeat_last_n =
+                 int(parse_int_in(v, "--repeat-last-n", 0, INT_MAX, "0 or more"));
+         }},
+        {"--temp", "X",
+         "temperature (default 0.7; 0 is greedy: the argmax of\n"
+         "the model's logits, as step07, with no penalty)",
+         [&o](const char* v) {
+             const double t = parse_float(v, "--temp");
+             if (t < 0) fail("flag --temp expects 0 or more, got %g", t);
+             o.sampling.temperature = float(t);
+         }},
+        {"--top-k", "N", "keep the N most likely tokens (default 20; 0 is off)",
+         [&o](const char* v) {
+             o.sampling.top_k = int(parse_int_in(v, "--top-k", 0, INT_MAX, "0 or more"));
+         }},
+        {"--top-p", "X",
+         "keep the fewest tokens whose probability adds up to\n"
+         "X (default 0.8; 1 is off)",
+         [&o](const char* v) {
+             const double p = parse_float(v, "--top-p");
+             if (p <= 0 || p > 1) fail("flag --top-p expects a number in (0, 1], got %g", p);
+             o.sampling.top_p = float(p);
+         }},
+        {"--min-p", "X",
+         "keep the tokens at least X times as likely as the best\n"
+         "(default 0, off)",
+         [&o](const char* v) {
+             const double p = parse_float(v, "--min-p");
+             if (p < 0 || p > 1) fail("flag --min-p expects a number in [0, 1], got %g", p);
+             o.sampling.min_p = float(p);
+         }},
+        {"--seed", "N", "the draws' seed (default: a random one, printed)",
+         [&o](const char* v) {
+             o.sampling.seed = uint64_t(parse_int_in(v, "--seed", 0, LLONG_MAX, "0 or more"));
+             o.has_seed = true;
+         }},
+    };
+}
+
+static void print_usage(std::FILE* out) {
+    std::fprintf(
+        out,
+        "usage: step09 MODEL.gguf (-p TEXT | -f FILE | -i) [options]\n"
+        "\n"
+        "Runs the Qwen2 forward pass on the GPU (coalesced CUDA kernels) or the CPU, with a\n"
+        "KV cache, and prints the sampled continuation as it is generated, then a\n"
+        "timing line on stderr, with the bandwidth achieved on the GPU; -i chats.\n"
+        "\n");
+    Options unused;
+    print_flags(out, flag_table(unused));
+    std::fprintf(out,
+                 "\n"
+                 "Generation stops after N tokens, at the context limit, or at <|im_end|> or\n"
+                 "<|endoftext|>.\n"
+                 "\n"
+                 "OpenMP's idle threads spin a while before they sleep; on a machine busy with\n"
+                 "other work, OMP_WAIT_POLICY=passive makes them sleep at once.\n");
+}
+
 // Reads the command line; fails with one line naming the flag that is wrong.
 static Options parse_options(int argc, char** argv) {
     Options options;
-    for (int i = 1; i < argc; i++) {
-        const char* flag = argv[i];
-        if (!std::strcmp(flag, "-m")) {
-            options.model_path = flag_value(i, argc, argv);
-        } else if (!std::strcmp(flag, "-p")) {
-            options.prompt = flag_value(i, argc, argv);
-            options.has_prompt = true;
-        } else if (!std::strcmp(flag, "-f")) {
-            options.prompt = read_file_bytes(flag_value(i, argc, argv));
-            options.has_prompt = true;
-        } else if (!std::strcmp(flag, "-n")) {
-            const long long n = parse_int(flag_value(i, argc, argv), flag);
-            if (n < 0 || n > INT_MAX) fail("flag -n expects a count of 0 or more, got %lld", n);
-            options.n_new = int(n);
-        } else if (!std::strcmp(flag, "-i")) {
-            options.interactive = true;
-        } else if (!std::strcmp(flag, "--system")) {
-            options.system_prompt = flag_value(i, argc, argv);
-        } else if (!std::strcmp(flag, "--temp")) {
-            const double t = parse_float(flag_value(i, argc, argv), flag);
-            if (t < 0) fail("flag --temp expects 0 or more, got %g", t);
-            options.sampling.temperature = float(t);
-        } else if (!std::strcmp(flag, "--top-k")) {
-            const long long k = parse_int(flag_value(i, argc, argv), flag);
-            if (k < 0 || k > INT_MAX) fail("flag --top-k expects 0 or more, got %lld", k);
-            options.sampling.top_k = int(k);
-        } else if (!std::strcmp(flag, "--top-p")) {
-            const double p = parse_float(flag_value(i, argc, argv), flag);
-            if (p <= 0 || p > 1) fail("flag --top-p expects a number in (0, 1], got %g", p);
-            options.sampling.top_p = float(p);
-        } else if (!std::strcmp(flag, "--min-p")) {
-            const double p = parse_float(flag_value(i, argc, argv), flag);
-            if (p < 0 || p > 1) fail("flag --min-p expects a number in [0, 1], got %g", p);
-            options.sampling.min_p = float(p);
-        } else if (!std::strcmp(flag, "--repeat-penalty")) {
-            const double penalty = parse_float(flag_value(i, argc, argv), flag);
-            if (penalty <= 0) fail("flag --repeat-penalty expects more than 0, got %g", penalty);
-            options.sampling.repeat_penalty = float(penalty);
-        } else if (!std::strcmp(flag, "--repeat-last-n")) {
-            const long long n = parse_int(flag_value(i, argc, argv), flag);
-            if (n < 0 || n > INT_MAX) fail("flag --repeat-last-n expects 0 or more, got %lld", n);
-            options.sampling.repeat_last_n = int(n);
-        } else if (!std::strcmp(flag, "--seed")) {
-            const long long seed = parse_int(flag_value(i, argc, argv), flag);
-            if (seed < 0) fail("flag --seed expects 0 or more, got %lld", seed);
-            options.sampling.seed = uint64_t(seed);
-            options.has_seed = true;
-        } else if (!std::strcmp(flag, "--chat")) {
-            options.chat = true;
-        } else if (!std::strcmp(flag, "--ids")) {
-            options.print_ids = true;
-        } else if (!std::strcmp(flag, "--dump-logits")) {
-            options.dump_logits_path = flag_value(i, argc, argv);
-        } else if (!std::strcmp(flag, "-t")) {
-            const long long n = parse_int(flag_value(i, argc, argv), flag);
-            if (n < 1 || n > 4096) fail("flag -t expects 1 to 4096 threads, got %lld", n);
-            options.threads = int(n);
-        } else if (!std::strcmp(flag, "-c")) {
-            const long long n = parse_int(flag_value(i, argc, argv), flag);
-            if (n < 1 || n > INT_MAX) fail("flag -c expects a positive token count, got %lld", n);
-            options.context_limit = int(n);
-        } else if (!std::strcmp(flag, "--device")) {
-            options.device = flag_value(i, argc, argv);
-            if (options.device != "cuda" && options.device != "cpu")
-                fail("flag --device expects cuda or cpu, got '%s'", options.device.c_str());
-        } else if (!std::strcmp(flag, "--check")) {
-            options.check = true;
-        } else if (flag[0] == '-' || !options.model_path.empty()) {
-            fail("unexpected argument '%s'", flag);
-        } else {
-            options.model_path = flag;
-        }
-    }
+    parse_flags(argc, argv, flag_table(options), [&](const char* argument) {
+        if (argument[0] == '-' || !options.model_path.empty())
+            fail("unexpected argument '%s'", argument);
+        options.model_path = argument;
+    });
     if (options.model_path.empty()) fail("no model given");
     if (options.interactive && options.has_prompt)
         fail("-i reads the turns from stdin: give it without -p or -f");
@@ -218,6 +233,8 @@ static Options parse_options(int argc, char** argv) {
         fail("-i is a chat in text: --chat, --ids and --dump-logits do not apply");
     if (!options.interactive && !options.has_prompt)
         fail("no prompt given: use -p TEXT, -f FILE or -i");
+    if (options.has_prompt && options.prompt.empty() && !options.chat)
+        fail("the prompt is empty: there is nothing to continue");
     // A seed printed at the start repeats the run when passed back with --seed.
     if (!options.has_seed) options.sampling.seed = std::random_device()();
     if (options.check && options.device == "cpu")
@@ -225,15 +242,61 @@ static Options parse_options(int argc, char** argv) {
     return options;
 }
 
+// -c, which may not exceed the model's context length. The cache is allocated for the whole
+// context up front: 4096 positions by default rather than Qwen2.5's 32768, which would take 8
+// times the memory for a short chat.
+static int choose_context_limit(const Options& options, const ModelConfig& config) {
+    if (options.context_limit > int(config.context_length))
+        fail("-c %d is larger than the model's context length %u", options.context_limit,
+             config.context_length);
+    return options.context_limit > 0 ? options.context_limit
+                                     : int(std::min(config.context_length, 4096u));
+}
+
+// The prompt's tokens (wrapped in ChatML with --chat; none with -i), refused when they do not fit in the
+// context: the tokenizer is all this needs, so it is refused before the weights load.
+static std::vector<int32_t> encode_prompt(const Options& options, const Tokenizer& tokenizer,
+                                          int context_limit) {
+    if (options.interactive) return {};  // -i reads its turns later
+    std::string text = options.prompt;
+    if (options.chat)
+        text = render_chatml({{"system", options.system_prompt}, {"user", text}}, true);
+    std::vector<int32_t> prompt = tokenizer.encode(text);
+    if (prompt.size() > size_t(context_limit))
+        fail("the prompt has %zu tokens, more than the context limit of %d (-c)", prompt.size(),
+             context_limit);
+    return prompt;
+}
+
+// Checks and loads every weight, then describes the model on stderr. The progress line is
+// redrawn in place on a terminal; a log file gets only the final count.
+static Weights load_model_weights(const GgufFile& file, const ModelConfig& config,
+                                  const Timer& load_timer) {
+    const bool on_terminal = isatty(fileno(stderr));
+    Weights weights = load_weights(file, config, [&](size_t checked, size_t total) {
+        if (on_terminal || checked == total)
+            std::fprintf(stderr, "%sloading: %zu/%zu tensors checked", on_terminal ? "\r" : "",
+                         checked, total);
+    });
+    std::fprintf(stderr, " in %.1f ms\n", load_timer.elapsed_ms());
+    std::fprintf(stderr,
+                 "model: %s, %u layers, d_model %u, %u heads (%u KV) of %u, d_ff %u, "
+                 "vocab %d, context %u%s\n",
+                 config.architecture.c_str(), config.n_layers, config.d_model, config.n_heads,
+                 config.n_kv_heads, config.head_dim, config.d_ff, weights.n_vocab,
+                 config.context_length, weights.tied_output ? ", LM head tied" : "");
+    return weights;
+}
+
 enum class Device { Cpu, Cuda };
 
-// --device, or else the GPU when there is one and the CPU (with a notice) when there is not.
-static Device choose_device(const Options& options) {
+// --device, or else the GPU when there is one and the CPU when there is not (`why_not` then
+// says why, for a notice). Asked before the model loads, so that --device cuda and --check fail
+// at once on a machine (or a build) without a GPU.
+static Device choose_device(const Options& options, std::string& why_not) {
     if (options.device == "cpu") return Device::Cpu;
-    std::string why_not;
     if (cuda_device_available(why_not)) return Device::Cuda;
     if (options.device == "cuda" || options.check) fail("no CUDA device: %s", why_not.c_str());
-    std::fprintf(stderr, "no CUDA device (%s): running on the CPU\n", why_not.c_str());
     return Device::Cpu;
 }
 
@@ -246,7 +309,8 @@ struct SideBySide {
     NextTokenFn on_cpu;
     float largest_difference = 0.0f;
     int n_steps = 0;
-    int n_positions = 0;      // positions run so far, the new ones included
+    int n_positions = 0;  // positions run so far, the new ones included
+
     int n_disagreements = 0;  // steps where the CPU would have chosen another token
 
     int32_t step(const std::vector<int32_t>& ids, std::vector<float>* logits) {
@@ -262,6 +326,7 @@ struct SideBySide {
         n_steps++;
         if (gpu_token != cpu_token) n_disagreements++;
         n_positions += int(ids.size());
+
         std::fprintf(stderr,
                      "check: %zu new of %d tokens: largest |gpu - cpu| logit difference %.3g, "
                      "next token gpu %d, cpu %d%s\n",
@@ -300,64 +365,25 @@ static std::string cpu_threads() {
     return strprintf(" | %d thread%s", threads, threads == 1 ? "" : "s");
 }
 
-int main(int argc, char** argv) {
-    restart_with_passive_openmp_wait(argv);
-    if (argc < 2) {
-        print_usage(stderr);
-        return 2;
-    }
-    for (int i = 1; i < argc; i++) {
-        if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
-            print_usage(stdout);
-            return 0;
-        }
-    }
-    Options options;
-    try {
-        options = parse_options(argc, argv);
-    } catch (const Error& error) {
-        std::fprintf(stderr, "error: %s (see --help)\n", error.what());
-        return 2;
-    }
+// Where the model runs: the GPU's copy of the weights and each device's run state, and the
+// model step that generation calls, the GPU's, the CPU's or (--check) both side by side.
+struct Runner {
+    Device device;
+    const Options& options;
+    const ModelConfig& config;
+    const Weights& weights;
+    DeviceInfo gpu_info;
+    DeviceWeights device_weights;  // stays empty on the CPU
+    KVCache cache;                 // one cache for each device that runs the model
+    DeviceKVCache device_cache;
+    RunState state;
+    DeviceRunState device_state;
+    SideBySide side_by_side;
+    NextTokenFn model_step;
 
-    try {
-        if (options.threads > 0) omp_set_num_threads(options.threads);
-
-        Timer load_timer;
-        GgufFile file = open_gguf(options.model_path);
-        ModelConfig config = read_model_config(file.metadata);
-        Tokenizer tokenizer(read_vocabulary(file.metadata));
-        // One line rewritten in place on a terminal; only the final count in a log file.
-        const bool on_terminal = isatty(fileno(stderr));
-        Weights weights = load_weights(file, config, [&](size_t checked, size_t total) {
-            if (on_terminal || checked == total)
-                std::fprintf(stderr, "\rloading: %zu/%zu tensors checked", checked, total);
-        });
-        std::fprintf(stderr, " in %.1f ms\n", load_timer.elapsed_ms());
-        std::fprintf(stderr,
-                     "model: %s, %u layers, d_model %u, %u heads (%u KV) of %u, d_ff %u, "
-                     "vocab %d, context %u%s\n",
-                     config.architecture.c_str(), config.n_layers, config.d_model, config.n_heads,
-                     config.n_kv_heads, config.head_dim, config.d_ff, weights.n_vocab,
-                     config.context_length, weights.tied_output ? ", LM head tied" : "");
-
-        // The cache is allocated for the whole context up front: 4096 positions by default
-        // rather than Qwen2.5's 32768, which would take 8 times the memory for a short chat.
-        if (options.context_limit > int(config.context_length))
-            fail("-c %d is larger than the model's context length %u", options.context_limit,
-                 config.context_length);
-        const int context_limit = options.context_limit > 0
-                                      ? options.context_limit
-                                      : int(std::min(config.context_length, 4096u));
-
-        std::string text = options.prompt;
-        if (options.chat)
-            text = render_chatml({{"system", options.system_prompt}, {"user", text}}, true);
-        const std::vector<int32_t> prompt = tokenizer.encode(text);
-
-        const Device device = choose_device(options);
-        DeviceInfo gpu_info;
-        DeviceWeights device_weights;  // stays empty on the CPU
+    Runner(const Options& run_options, Device run_device, const ModelConfig& model_config,
+           const Weights& model_weights, int context_limit)
+        : device(run_device), options(run_options), config(model_config), weights(model_weights) {
         if (device == Device::Cuda) {
             gpu_info = device_info();
             Timer upload_timer;
@@ -369,12 +395,9 @@ int main(int argc, char** argv) {
                          gpu_info.peak_gb_per_s, upload_timer.elapsed_ms(),
                          device_bytes(device_weights) / 1048576.0);
         }
-
-        // One cache for each device that runs the model (both with --check).
         const bool on_the_cpu = device == Device::Cpu || options.check;
-        KVCache cache = on_the_cpu ? make_kv_cache(config, context_limit) : KVCache();
-        DeviceKVCache device_cache =
-            device == Device::Cuda ? make_device_kv_cache(config, context_limit) : DeviceKVCache();
+        if (on_the_cpu) cache = make_kv_cache(config, context_limit);
+        if (device == Device::Cuda) device_cache = make_device_kv_cache(config, context_limit);
         std::fprintf(stderr,
                      "KV cache: %d positions x %u layers x %u floats for K and V: %.2f MiB%s\n",
                      context_limit, config.n_layers, config.n_kv_heads * config.head_dim,
@@ -383,82 +406,132 @@ int main(int argc, char** argv) {
                      : device == Device::Cuda ? " on the GPU"
                                               : " on the CPU");
 
-        RunState state;
-        DeviceRunState device_state;
-        NextTokenFn on_cpu = [&](const std::vector<int32_t>& new_ids, std::vector<float>* logits) {
-            return next_token(config, weights, new_ids, cache, state, logits);
+        side_by_side.on_cpu = [this](const std::vector<int32_t>& ids, std::vector<float>* logits) {
+            return next_token(config, weights, ids, cache, state, logits);
         };
-        NextTokenFn on_gpu = [&](const std::vector<int32_t>& new_ids, std::vector<float>* logits) {
-            return gpu::next_token(config, device_weights, new_ids, device_cache, device_state,
-                                   logits);
+        side_by_side.on_gpu = [this](const std::vector<int32_t>& ids, std::vector<float>* logits) {
+            return gpu::next_token(config, device_weights, ids, device_cache, device_state, logits);
         };
-        SideBySide side_by_side{on_gpu, on_cpu};
-        NextTokenFn on_both = [&](const std::vector<int32_t>& ids, std::vector<float>* logits) {
-            return side_by_side.step(ids, logits);
-        };
-        NextTokenFn model_step = device == Device::Cuda ? on_gpu : on_cpu;
-        if (options.check) model_step = on_both;
-        auto more_stats = [&](const GenerationStats& stats) {
-            return device == Device::Cuda
-                       ? gpu_throughput(stats, bytes_read_per_pass(device_weights), gpu_info)
-                       : cpu_threads();
-        };
+        model_step = device == Device::Cuda ? side_by_side.on_gpu : side_by_side.on_cpu;
+        if (options.check)
+            model_step = [this](const std::vector<int32_t>& ids, std::vector<float>* logits) {
+                return side_by_side.step(ids, logits);
+            };
+    }
+    Runner(const Runner&) = delete;  // its model steps point into it
 
-        const SamplerSettings& sampling = options.sampling;
-        std::fprintf(stderr,
-                     "sampling: repeat-penalty %g (last %d), temp %g, top-k %d, top-p %g, "
-                     "min-p %g, seed %llu\n",
-                     sampling.repeat_penalty, sampling.repeat_last_n, sampling.temperature,
-                     sampling.top_k, sampling.top_p, sampling.min_p,
-                     (unsigned long long)sampling.seed);
-        Sampler sampler = make_sampler(sampling);
+    // The end of the timing line: the GPU's bandwidth, or the CPU's thread count.
+    std::string more_stats(const GenerationStats& stats) const {
+        return device == Device::Cuda
+                   ? gpu_throughput(stats, bytes_read_per_pass(device_weights), gpu_info)
+                   : cpu_threads();
+    }
 
-        if (options.interactive) {
-            ChatModel chat_model{model_step, context_limit, [&] {
-                                     cache.clear();
-                                     device_cache.clear();
-                                 }};
-            ChatSettings chat;
-            chat.system_prompt = options.system_prompt;
-            chat.max_new_tokens = options.n_new;
-            chat.echo_input = !isatty(fileno(stdin));  // piped turns appear in the transcript
-            chat.more_stats = more_stats;
-            run_chat(chat_model, tokenizer, sampler, chat, std::cin, std::cout, std::cerr);
-            if (options.check) side_by_side.print_summary();
-            return 0;
-        }
+    void clear_caches() {
+        cache.clear();
+        device_cache.clear();
+    }
 
-        StreamDecoder decoder(tokenizer);
-        std::vector<float> prompt_logits;  // (n_vocab) for --dump-logits
-        bool first_id = true;
-        GenerationStats stats = generate(
-            model_step, prompt, options.n_new, context_limit, sampler,  // the caches are empty
-            [&](int32_t id) {
-                if (tokenizer.is_end_of_generation(id)) return false;
-                if (options.print_ids) std::printf(first_id ? "%d" : " %d", id);
-                else std::fputs(decoder.push(id).c_str(), stdout);
-                std::fflush(stdout);
-                first_id = false;
-                return true;
-            },
-            options.dump_logits_path.empty() ? nullptr : &prompt_logits);
-        if (!options.print_ids) std::fputs(decoder.flush().c_str(), stdout);
-        if (!first_id) std::printf("\n");
-        std::fflush(stdout);  // the text before the timing line, also when stdout is a pipe
-        if (!options.dump_logits_path.empty())
-            write_f32_le(options.dump_logits_path, prompt_logits);
-
-        if (stats.context_full)
-            std::fprintf(stderr,
-                         "context full: all %d positions of the KV cache are used "
-                         "(-c sets how many); generation stopped\n",
-                         context_limit);
-        // The first token comes from the prompt's pass (prefill); each later one costs a pass
-        // over one position (decode), whose attention reads every cached position.
-        std::fprintf(stderr, "%s%s\n", format_stats(stats).c_str(), more_stats(stats).c_str());
-        const std::string notice = stopped_by_limit_notice(stats);
-        if (!notice.empty()) std::fprintf(stderr, "%s\n", notice.c_str());
+    void print_check_summary() const {
         if (options.check) side_by_side.print_summary();
+    }
+};
+
+// The sampling settings on stderr (the seed repeats a run), and the sampler they make.
+static Sampler announce_sampler(const SamplerSettings& sampling) {
+    std::fprintf(stderr,
+                 "sampling: repeat-penalty %g (last %d), temp %g, top-k %d, top-p %g, "
+                 "min-p %g, seed %llu\n",
+                 sampling.repeat_penalty, sampling.repeat_last_n, sampling.temperature,
+                 sampling.top_k, sampling.top_p, sampling.min_p, (unsigned long long)sampling.seed);
+    return make_sampler(sampling);
+}
+
+// -i: a conversation on the caches, one user turn per line of stdin (chat.h).
+static void run_chat_mode(const Options& options, Runner& runner, const Tokenizer& tokenizer,
+                          int context_limit) {
+    Sampler sampler = announce_sampler(options.sampling);
+    ChatModel chat_model{runner.model_step, context_limit, [&runner] { runner.clear_caches(); }};
+    ChatSettings chat;
+    chat.system_prompt = options.system_prompt;
+    chat.max_new_tokens = options.n_new;
+    chat.echo_input = !isatty(fileno(stdin));  // piped turns appear in the transcript
+    chat.more_stats = [&runner](const GenerationStats& stats) { return runner.more_stats(stats); };
+    run_chat(chat_model, tokenizer, sampler, chat, std::cin, std::cout, std::cerr);
+    runner.print_check_summary();
+}
+
+// Generates after the prompt, printing each token's text (or id, with --ids) as it
+// comes, then the timing line on stderr.
+static void run_generation(const Options& options, Runner& runner, const Tokenizer& tokenizer,
+                           const std::vector<int32_t>& prompt, int context_limit) {
+    Sampler sampler = announce_sampler(options.sampling);
+    StreamDecoder decoder(tokenizer);
+    std::vector<float> prompt_logits;  // (n_vocab) for --dump-logits
+    bool first_id = true;
+    GenerationStats stats = generate(
+        runner.model_step, prompt, options.n_new, context_limit, sampler,  // the caches are empty
+
+        [&](int32_t id) {
+            if (tokenizer.is_end_of_generation(id)) return false;
+            if (options.print_ids) std::printf(first_id ? "%d" : " %d", id);
+            else std::fputs(decoder.push(id).c_str(), stdout);
+            std::fflush(stdout);
+            first_id = false;
+            return true;
+        },
+        options.dump_logits_path.empty() ? nullptr : &prompt_logits);
+    if (!options.print_ids) std::fputs(decoder.flush().c_str(), stdout);
+    if (!first_id) std::printf("\n");
+    std::fflush(stdout);  // the text before the timing line, also when stdout is a pipe
+    if (!options.dump_logits_path.empty()) write_f32_le(options.dump_logits_path, prompt_logits);
+
+    if (stats.context_full)
+        std::fprintf(stderr,
+                     "context full: all %d positions of the KV cache are used "
+                     "(-c sets how many); generation stopped\n",
+                     context_limit);
+    // The first token comes from the prompt's pass (prefill); each later one costs a pass
+    // over one position (decode), whose attention reads every cached position.
+    std::fprintf(stderr, "%s%s\n", format_stats(stats).c_str(), runner.more_stats(stats).c_str());
+    const std::string notice = stopped_by_limit_notice(stats);
+    if (!notice.empty()) std::fprintf(stderr, "%s\n", notice.c_str());
+    runner.print_check_summary();
+}
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        print_usage(stderr);
+        return 2;
+    }
+    if (wants_help(argc, argv)) {
+        print_usage(stdout);
+        return 0;
+    }
+    Options options;
+    try {
+        options = parse_options(argc, argv);
+    } catch (const Error& error) {
+        std::fprintf(stderr, "error: %s (see --help)\n", error.what());
+        return 2;
+    }
+
+    try {
+        if (options.threads > 0) omp_set_num_threads(options.threads);
+        std::string why_no_gpu;
+        const Device device = choose_device(options, why_no_gpu);
+        Timer load_timer;
+        GgufFile file = open_gguf(options.model_path);
+        ModelConfig config = read_model_config(file.metadata);
+        Tokenizer tokenizer(read_vocabulary(file.metadata));
+        const int context_limit = choose_context_limit(options, config);
+        const std::vector<int32_t> prompt = encode_prompt(options, tokenizer, context_limit);
+        Weights weights = load_model_weights(file, config, load_timer);
+        if (device == Device::Cpu && !why_no_gpu.empty())
+            std::fprintf(stderr, "no CUDA device (%s): running on the CPU\n", why_no_gpu.c_str());
+        Runner runner(options, device, config, weights, context_limit);
+        if (options.interactive) run_chat_mode(options, runner, tokenizer, context_limit);
+        else run_generation(options, runner, tokenizer, prompt, context_limit);
     } catch (const Error& error) {
         std::fprintf(stderr, "error: %s\n", error.what());
         return 1;

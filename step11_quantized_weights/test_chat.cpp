@@ -144,6 +144,17 @@ TEST_CASE("/reset starts over, /exit stops reading") {
     CHECK(run.log.find("(a new conversation)") != std::string::npos);
 }
 
+TEST_CASE("the chat names its commands, skips a line of spaces and refuses an unknown command") {
+    const ChatRun run = chat("   \n/help\nHello!\n", 4);
+    REQUIRE(run.replies.size() == 1);  // neither "   " nor "/help" became a turn
+    CHECK(run.replies[0].n_prompt == count_tokens(render_chatml({{"user", "Hello!"}}, true)));
+    CHECK(run.log.rfind(
+              "chat: one message per line; /reset starts a new conversation, /exit quits\n", 0) ==
+          0);
+    CHECK(run.log.find("unknown command /help: /reset starts a new conversation, /exit quits\n") !=
+          std::string::npos);
+}
+
 TEST_CASE("a full context says so, refuses the next turn and offers /reset") {
     const int opening = count_tokens(render_chatml({{"user", "Hello!"}}, true));
     const ChatRun run = chat("Hello!\nAgain.\n/reset\nHi\n", 20, opening + 3);

@@ -35,6 +35,14 @@ static void print_stats(std::ostream& log, const GenerationStats& stats,
     if (!notice.empty()) log << notice << "\n";
 }
 
+// The line without the spaces around it: what is left is a turn, or a command if it starts with /.
+static std::string trimmed(const std::string& line) {
+    const char* spaces = " \t\r\f\v";
+    const size_t first = line.find_first_not_of(spaces);
+    if (first == std::string::npos) return "";
+    return line.substr(first, line.find_last_not_of(spaces) - first + 1);
+}
+
 static void say_context_full(std::ostream& log, const ChatModel& model) {
     log << strprintf("the context is full (%d tokens): /reset starts a new conversation\n",
                      model.capacity);
@@ -52,18 +60,24 @@ std::vector<GenerationStats> run_chat(const ChatModel& model, const Tokenizer& t
         sampler.recent.clear();
     };
     reset();
+    log << "chat: one message per line; " << kChatCommands << "\n";
     std::string line;
     while (true) {
         out << "> " << std::flush;
         if (!std::getline(in, line)) break;
         if (settings.echo_input) out << line << "\n" << std::flush;
-        if (line == "/exit") break;
-        if (line == "/reset") {
+        const std::string command = trimmed(line);
+        if (command.empty()) continue;  // a line of spaces is no turn
+        if (command == "/exit") break;
+        if (command == "/reset") {
             reset();
             log << "(a new conversation)\n";
             continue;
         }
-        if (line.empty()) continue;
+        if (command[0] == '/') {
+            log << strprintf("unknown command %s: %s\n", command.c_str(), kChatCommands);
+            continue;
+        }
 
         conversation.messages.push_back({"user", line});
         const std::string rendered = render_chatml(conversation.messages, true);
