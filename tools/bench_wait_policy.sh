@@ -11,7 +11,7 @@
 #   tools/bench_wait_policy.sh 12 models/qwen2.5-coder-0.5b-instruct.gguf 5
 #   DEVICE=cuda N=128 tools/bench_wait_policy.sh 12 models/qwen2.5-coder-0.5b-instruct.gguf
 # Environment: DEVICE (cpu or cuda, default cpu), N (tokens per run, default 64), CASES (default
-# "idle busy 2cores"). The step is built first (make stepNN).
+# "idle busy 2cores"), BUILD (default 1: make stepNN first; 0 runs ./stepNN as it is).
 set -eu
 cd "$(dirname "$0")/.."
 step=${1:-11}
@@ -20,7 +20,7 @@ runs=${3:-5}
 device=${DEVICE:-cpu}
 n=${N:-64}
 cases=${CASES:-idle busy 2cores}
-make -s "step$step" >/dev/null
+if [ "${BUILD:-1}" != 0 ]; then make -s "step$step" >/dev/null; fi
 
 # One run's decode speed: the "X ms/token" of the timing line on stderr.
 ms_per_token() {

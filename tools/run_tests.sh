@@ -29,8 +29,9 @@ while [ $# -gt 0 ]; do
     esac
 done
 passed=0 failed=0 skipped=0 broken=0
-# The forward-pass checks use OpenMP: idle threads sleep rather than spin, so a machine busy
-# compiling does not slow them down (see common/passive_wait.h).
+# The forward-pass checks and the articles' transcripts use OpenMP: here its idle threads sleep
+# at once rather than spin (the programs keep OpenMP's default), so that a machine busy compiling
+# does not slow them down (tools/bench_wait_policy.sh measures both).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 # "-sfe=*/test_a.cpp,*/test_b.cpp" for a step binary's carried-unchanged check files, or "".
