@@ -213,8 +213,9 @@ static void print_usage(std::FILE* out) {
                  "Generation stops after N tokens, at the context limit, or at <|im_end|> or\n"
                  "<|endoftext|>.\n"
                  "\n"
-                 "OpenMP's idle threads spin a while before they sleep; on a machine busy with\n"
-                 "other work, OMP_WAIT_POLICY=passive makes them sleep at once.\n");
+                 "environment: OMP_WAIT_POLICY=passive makes idle CPU threads sleep at once\n"
+                 "instead of spinning a while (OpenMP's default, the faster one on an idle\n"
+                 "machine): use it when other work keeps the cores busy.\n");
 }
 
 // Reads the command line; fails with one line naming the flag that is wrong.
@@ -517,6 +518,11 @@ int main(int argc, char** argv) {
     }
 
     try {
+        // OpenMP's wait policy stays its default: a thread that finishes its share of a loop
+        // spins a while before it sleeps, the faster choice when the machine has nothing else
+        // to do. Where other work holds a core, the spinning threads wait for a thread that
+        // cannot run, and sleeping at once (OMP_WAIT_POLICY=passive, which OpenMP reads before
+        // main() starts) is many times faster: --help tells the user so.
         if (options.threads > 0) omp_set_num_threads(options.threads);
         std::string why_no_gpu;
         const Device device = choose_device(options, why_no_gpu);
