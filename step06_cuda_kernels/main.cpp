@@ -294,14 +294,7 @@ struct Runner {
         : device(run_device), options(run_options), config(model_config), weights(model_weights) {
         if (device == Device::Cuda) {
             gpu_info = device_info();
-            Timer upload_timer;
-            device_weights = upload_weights(weights);
-            std::fprintf(stderr,
-                         "device: %s, %.1f GiB, peak %.0f GB/s | weights converted and uploaded "
-                         "in %.1f ms: %.1f MiB of device memory (F16/BF16 matrices)\n",
-                         gpu_info.name.c_str(), gpu_info.total_memory / 1073741824.0,
-                         gpu_info.peak_gb_per_s, upload_timer.elapsed_ms(),
-                         device_bytes(device_weights) / 1048576.0);
+            upload();
         }
         side_by_side.on_cpu = [this](const std::vector<int32_t>& ids, std::vector<float>* logits) {
             return next_token(config, weights, ids, state, logits);
@@ -316,6 +309,18 @@ struct Runner {
             };
     }
     Runner(const Runner&) = delete;  // its model steps point into it
+
+    // The weights to the GPU, as F16 or BF16 matrices.
+    void upload() {
+        Timer upload_timer;
+        device_weights = upload_weights(weights);
+        std::fprintf(stderr,
+                     "device: %s, %.1f GiB, peak %.0f GB/s | weights converted and uploaded "
+                     "in %.1f ms: %.1f MiB of device memory (F16/BF16 matrices)\n",
+                     gpu_info.name.c_str(), gpu_info.total_memory / 1073741824.0,
+                     gpu_info.peak_gb_per_s, upload_timer.elapsed_ms(),
+                     device_bytes(device_weights) / 1048576.0);
+    }
 
     // The end of the timing line: the GPU's bandwidth, or the CPU's thread count.
     void print_stats_end(const GenerationStats& stats) const {

@@ -254,8 +254,8 @@ static int choose_context_limit(const Options& options, const ModelConfig& confi
                                      : int(std::min(config.context_length, 4096u));
 }
 
-// The prompt's tokens (wrapped in ChatML with --chat; none with -i), refused when they do not fit in the
-// context: the tokenizer is all this needs, so it is refused before the weights load.
+// The prompt's tokens, wrapped in ChatML with --chat (none with -i), refused when they do not fit
+// in the context: the tokenizer is all this needs, so it is refused before the weights load.
 static std::vector<int32_t> encode_prompt(const Options& options, const Tokenizer& tokenizer,
                                           int context_limit) {
     if (options.interactive) return {};  // -i reads its turns later
@@ -387,25 +387,9 @@ struct Runner {
         : device(run_device), options(run_options), config(model_config), weights(model_weights) {
         if (device == Device::Cuda) {
             gpu_info = device_info();
-            Timer upload_timer;
-            device_weights = upload_weights(weights);
-            std::fprintf(stderr,
-                         "device: %s, %.1f GiB, peak %.0f GB/s | weights converted and uploaded "
-                         "in %.1f ms: %.1f MiB of device memory (F16/BF16 matrices)\n",
-                         gpu_info.name.c_str(), gpu_info.total_memory / 1073741824.0,
-                         gpu_info.peak_gb_per_s, upload_timer.elapsed_ms(),
-                         device_bytes(device_weights) / 1048576.0);
+            upload();
         }
-        const bool on_the_cpu = device == Device::Cpu || options.check;
-        if (on_the_cpu) cache = make_kv_cache(config, context_limit);
-        if (device == Device::Cuda) device_cache = make_device_kv_cache(config, context_limit);
-        std::fprintf(stderr,
-                     "KV cache: %d positions x %u layers x %u floats for K and V: %.2f MiB%s\n",
-                     context_limit, config.n_layers, config.n_kv_heads * config.head_dim,
-                     kv_cache_bytes(config, context_limit) / 1048576.0,
-                     options.check            ? " on each device"
-                     : device == Device::Cuda ? " on the GPU"
-                                              : " on the CPU");
+        make_caches(context_limit);
 
         side_by_side.on_cpu = [this](const std::vector<int32_t>& ids, std::vector<float>* logits) {
             return next_token(config, weights, ids, cache, state, logits);
@@ -420,6 +404,33 @@ struct Runner {
             };
     }
     Runner(const Runner&) = delete;  // its model steps point into it
+
+    // The weights to the GPU, as F16 or BF16 matrices.
+    void upload() {
+        Timer upload_timer;
+        device_weights = upload_weights(weights);
+        std::fprintf(stderr,
+                     "device: %s, %.1f GiB, peak %.0f GB/s | weights converted and uploaded "
+                     "in %.1f ms: %.1f MiB of device memory (F16/BF16 matrices)\n",
+                     gpu_info.name.c_str(), gpu_info.total_memory / 1073741824.0,
+                     gpu_info.peak_gb_per_s, upload_timer.elapsed_ms(),
+                     device_bytes(device_weights) / 1048576.0);
+    }
+
+    // One KV cache for each device that runs the model (both with --check), of context_limit
+    // positions.
+    void make_caches(int context_limit) {
+        const bool on_the_cpu = device == Device::Cpu || options.check;
+        if (on_the_cpu) cache = make_kv_cache(config, context_limit);
+        if (device == Device::Cuda) device_cache = make_device_kv_cache(config, context_limit);
+        std::fprintf(stderr,
+                     "KV cache: %d positions x %u layers x %u floats for K and V: %.2f MiB%s\n",
+                     context_limit, config.n_layers, config.n_kv_heads * config.head_dim,
+                     kv_cache_bytes(config, context_limit) / 1048576.0,
+                     options.check            ? " on each device"
+                     : device == Device::Cuda ? " on the GPU"
+                                              : " on the CPU");
+    }
 
     // The end of the timing line: the GPU's bandwidth, or the CPU's thread count.
     std::string more_stats(const GenerationStats& stats) const {

@@ -287,8 +287,9 @@ static int choose_context_limit(const Options& options, const ModelConfig& confi
                                      : int(std::min(config.context_length, 4096u));
 }
 
-// The prompt's tokens (wrapped in ChatML with --chat; none with -i or --perplexity), refused when they do not fit in the
-// context: the tokenizer is all this needs, so it is refused before the weights load.
+// The prompt's tokens, wrapped in ChatML with --chat (none with -i or --perplexity), refused when
+// they do not fit in the context: the tokenizer is all this needs, so it is refused before the
+// weights load.
 static std::vector<int32_t> encode_prompt(const Options& options, const Tokenizer& tokenizer,
                                           int context_limit) {
     if (options.interactive || !options.perplexity_path.empty()) return {};  // read later
@@ -427,33 +428,9 @@ struct Runner {
             gpu_info = device_info();
             upload();
         }
-        const bool on_the_cpu = device == Device::Cpu || options.check;
-        if (on_the_cpu) cache = make_kv_cache(config, context_limit);
-        if (device == Device::Cuda) device_cache = make_device_kv_cache(config, context_limit);
-        std::fprintf(stderr,
-                     "KV cache: %d positions x %u layers x %u floats for K and V: %.2f MiB%s\n",
-                     context_limit, config.n_layers, config.n_kv_heads * config.head_dim,
-                     kv_cache_bytes(config, context_limit) / 1048576.0,
-                     options.check            ? " on each device"
-                     : device == Device::Cuda ? " on the GPU"
-                                              : " on the CPU");
-        state.int8_activations = options.int8_activations;
-        if (on_the_cpu)
-            std::fprintf(stderr, "cpu: %s\n",
-                         options.int8_activations
-                             ? strprintf("Q8_0/Q5_0/Q4_K/Q6_K matrices times 8-bit activations, "
-                                         "%s integer dot products",
-                                         dot_kernel_name(state.dot_kernel))
-                                   .c_str()
-                             : "every matrix row turned into floats (--f32-activations)");
-        if (device == Device::Cuda) {
-            gpu_decoder = std::make_unique<gpu::Decoder>(config, device_weights, device_cache,
-                                                         options.use_graph);
-            std::fprintf(stderr, "decode: %d kernels per token, %s\n",
-                         gpu::kernels_per_decode_step(config, device_weights),
-                         options.use_graph ? "replayed as one CUDA graph"
-                                           : "launched one by one (--no-graph)");
-        }
+        make_caches(context_limit);
+        if (device == Device::Cpu || options.check) set_up_cpu();
+        if (device == Device::Cuda) start_decoder();
 
         side_by_side.on_cpu = [this](const std::vector<int32_t>& ids, std::vector<float>* logits) {
             return next_token(config, weights, ids, cache, state, logits);
@@ -489,6 +466,44 @@ struct Runner {
                      "notice: matrices of %s converted to F16 on the GPU: no kernel reads their "
                      "blocks, or a gate/up pair had two types\n",
                      names.c_str());
+    }
+
+    // One KV cache for each device that runs the model (both with --check), of context_limit
+    // positions.
+    void make_caches(int context_limit) {
+        const bool on_the_cpu = device == Device::Cpu || options.check;
+        if (on_the_cpu) cache = make_kv_cache(config, context_limit);
+        if (device == Device::Cuda) device_cache = make_device_kv_cache(config, context_limit);
+        std::fprintf(stderr,
+                     "KV cache: %d positions x %u layers x %u floats for K and V: %.2f MiB%s\n",
+                     context_limit, config.n_layers, config.n_kv_heads * config.head_dim,
+                     kv_cache_bytes(config, context_limit) / 1048576.0,
+                     options.check            ? " on each device"
+                     : device == Device::Cuda ? " on the GPU"
+                                              : " on the CPU");
+    }
+
+    // The CPU's matrix products: 8-bit activations unless --f32-activations.
+    void set_up_cpu() {
+        state.int8_activations = options.int8_activations;
+        std::fprintf(stderr, "cpu: %s\n",
+                     options.int8_activations
+                         ? strprintf("Q8_0/Q5_0/Q4_K/Q6_K matrices times 8-bit activations, "
+                                     "%s integer dot products",
+                                     dot_kernel_name(state.dot_kernel))
+                               .c_str()
+                         : "every matrix row turned into floats (--f32-activations)");
+    }
+
+    // The GPU's decoder: each new token's fused kernels, replayed as one CUDA graph (launched one
+    // by one with --no-graph).
+    void start_decoder() {
+        gpu_decoder =
+            std::make_unique<gpu::Decoder>(config, device_weights, device_cache, options.use_graph);
+        std::fprintf(
+            stderr, "decode: %d kernels per token, %s\n",
+            gpu::kernels_per_decode_step(config, device_weights),
+            options.use_graph ? "replayed as one CUDA graph" : "launched one by one (--no-graph)");
     }
 
     // --perplexity: every position's logits of a chunk of new tokens, on the model's device.
