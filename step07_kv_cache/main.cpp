@@ -376,7 +376,6 @@ static void run_generation(const Options& options, Runner& runner, const Tokeniz
     bool first_id = true;
     GenerationStats stats = generate_greedy(
         runner.model_step, prompt, options.n_new, context_limit,  // the caches are empty
-
         [&](int32_t id) {
             if (tokenizer.is_end_of_generation(id)) return false;
             if (options.print_ids) std::printf(first_id ? "%d" : " %d", id);

@@ -584,8 +584,8 @@ static void run_chat_mode(const Options& options, Runner& runner, const Tokenize
     runner.print_check_summary();
 }
 
-// Generates after the prompt, printing each token's text (or id, with --ids) as it
-// comes, then the timing line on stderr.
+// Generates after the prompt, printing each token's text (or id, with --ids) as it comes, then
+// the timing line on stderr.
 static void run_generation(const Options& options, Runner& runner, const Tokenizer& tokenizer,
                            const std::vector<int32_t>& prompt, int context_limit) {
     Sampler sampler = announce_sampler(options.sampling);
@@ -594,7 +594,6 @@ static void run_generation(const Options& options, Runner& runner, const Tokeniz
     bool first_id = true;
     GenerationStats stats = generate(
         runner.model_step, prompt, options.n_new, context_limit, sampler,  // the caches are empty
-
         [&](int32_t id) {
             if (tokenizer.is_end_of_generation(id)) return false;
             if (options.print_ids) std::printf(first_id ? "%d" : " %d", id);
