@@ -110,7 +110,7 @@ $(BUILD)/$(2)/%.o: $(2)/%.cu
 	$(Q)$$(NVCC) $$(NVCCFLAGS) -I$(2) -Icommon -c $$< -o $$@
 
 test-step$(1): $(BUILD)/test_step$(1)
-	@tools/run_tests.sh $$<
+	@tools/check/run_tests.sh $$<
 endef
 $(foreach n,$(STEPS),$(eval $(call STEP_RULES,$(n),$(call step_dir,$(n)))))
 
@@ -120,11 +120,11 @@ $(BUILD)/common/%.o: common/%.cpp | deps
 	$(Q)$(CXX) $(CXXFLAGS) $(TEST_CXXFLAGS) -Icommon -c $< -o $@
 
 test: $(foreach n,$(STEPS),$(BUILD)/test_step$(n)) ## run every step's checks once; ends with "N passed, N failed"
-	@tools/run_tests.sh --once $(if $(HAVE_NVCC),,--no-nvcc "$(strip $(CUDA_STEPS))") tools/check_carried.sh \
-	    tools/check_assignments.sh tools/check_docs.py $^
+	@tools/check/run_tests.sh --once $(if $(HAVE_NVCC),,--no-nvcc "$(strip $(CUDA_STEPS))") \
+	    tools/check_carried.sh tools/check/check_assignments.sh tools/check/check_docs.py $^
 
-# tools/check_assignments.sh compiles the assignments' stubbed files as this build compiles the
-# real ones and links them with this build's objects.
+# tools/check/check_assignments.sh compiles the assignments' stubbed files as this build
+# compiles the real ones and links them with this build's objects.
 test: export ASSIGNMENT_BUILD = $(BUILD)
 test: export ASSIGNMENT_CXX = $(CXX) $(CXXFLAGS)
 test: export ASSIGNMENT_LDFLAGS = $(LDFLAGS)
@@ -135,11 +135,11 @@ test: export ASSIGNMENT_NVCC = $(HAVE_NVCC)
 REAL_MODEL ?= models/qwen2.5-coder-0.5b-instruct.gguf
 
 test-real: $(foreach n,$(STEPS),$(BUILD)/test_step$(n)) ## the checks on the real model (make model first); they skip without it
-	@QWEN_REAL_MODEL=$(abspath $(REAL_MODEL)) tools/run_tests.sh --once --real \
+	@QWEN_REAL_MODEL=$(abspath $(REAL_MODEL)) tools/check/run_tests.sh --once --real \
 	    $(if $(HAVE_NVCC),,--no-nvcc "$(strip $(CUDA_STEPS))") $^
 
 check-docs: ## the articles against the code: `FILE: NAME` references, quoted output re-run, links
-	@tools/check_docs.py
+	@tools/check/check_docs.py
 
 deps: # doctest is the one thing the checks need that a fresh machine may lack
 	@test -n "$(DOCTEST_INCLUDE)" || test -f /usr/include/doctest/doctest.h || tools/setup.sh --doctest-only
@@ -155,30 +155,31 @@ diff: ## what step STEP=NN adds to the step before it, e.g. make diff STEP=03
 
 # make bench: the series' models (SIZES: random-weight Q4_K_M files, or MODEL=FILE), where steps
 # 06-12 and transformers run (DEVICE=cpu: a table without a GPU), more flags of
-# tools/bench_series.py (BENCH_FLAGS), and a Python with torch, transformers and gguf-py. After
-# the tables it draws their staircase, build/bench/series_staircase.svg (tools/plots.py
-# --source build/bench/series.md; matplotlib from make setup; --no-figure in BENCH_FLAGS skips it).
+# tools/bench/bench_series.py (BENCH_FLAGS), and a Python with torch, transformers and gguf-py.
+# After the tables it draws their staircase, build/bench/series_staircase.svg (tools/figures/
+# plots.py --source build/bench/series.md; matplotlib from make setup; --no-figure in BENCH_FLAGS
+# skips it).
 SIZES        ?= 0.5b 1.5b 7b
 DEVICE       ?= cuda
 BENCH_FLAGS  ?= --skip 'step05@7b:a 512-token pass takes the CPU minutes at 7B'
 BENCH_PYTHON ?= $(or $(wildcard .venv/bin/python3),python3)
 
 bench: ## benchmarks, not tests: tokenizer MB/s next to HF tokenizers, then steps 05-12 next to transformers (SIZES, MODEL=, DEVICE=) into build/bench/series.md and its staircase picture
-	tools/bench_tokenizer.sh
-	$(BENCH_PYTHON) tools/bench_series.py --device $(DEVICE) \
+	tools/bench/bench_tokenizer.sh
+	$(BENCH_PYTHON) tools/bench/bench_series.py --device $(DEVICE) \
 	    $(if $(MODEL),--model $(MODEL),$(addprefix --size ,$(SIZES))) $(BENCH_FLAGS)
 
 .PHONY: bench-kernels
 bench-kernels: ## step05 at one thread and at every core; on a GPU every operator at 1.5B sizes, step08's kernel beside step09's
-	tools/bench.sh
-	tools/bench_kernels.sh $(wildcard models/qwen2.5-1.5b-random-*.gguf)
+	tools/bench/bench.sh
+	tools/bench/bench_kernels.sh $(wildcard models/qwen2.5-1.5b-random-*.gguf)
 
 # The demo builds the last step itself (the fastest one), so it depends on no target here.
 demo: ## a two-turn chat with the last step (step12 on a GPU, step11 on a CPU) on the real model (fetched when missing; else the tiny one)
 	@LAST_STEP=$(lastword $(STEPS)) tools/demo.sh
 
-figures: ## draw docs/figures/*.svg from the data (tools/plots.py; matplotlib, see make setup)
-	$(BENCH_PYTHON) tools/plots.py
+figures: ## draw docs/figures/*.svg from the data (tools/figures/plots.py; matplotlib, see make setup)
+	$(BENCH_PYTHON) tools/figures/plots.py
 
 assignment: ## a student tree of step STEP=NN in OUT=DIR, its teachable functions stubbed
 	@python3 tools/make_assignment.py write "$(STEP)" "$(OUT)"
@@ -191,7 +192,7 @@ model: ## fetch Qwen2.5-Coder-0.5B-Instruct into models/ (SIZE=1.5b: the 1.5B on
 
 format: ## clang-format every C++ and CUDA source in place (.clang-format; apt: clang-format)
 	clang-format -i $$(git ls-files 'step*/*.cpp' 'step*/*.h' 'step*/*.cu' 'common/*.h' \
-	    'common/*.cpp' 'tools/*.cpp' 'tools/*.cu')
+	    'common/*.cpp' 'tools/*/*.cpp' 'tools/*/*.cu')
 
 clean: ## remove build outputs and the stepNN binaries
 	rm -rf build $(addprefix step,$(STEPS))

@@ -1,6 +1,6 @@
 // Checks that step03 finds the same tensors as gguf-py's GGUFReader: every name, type, shape,
 // offset and size, the data section's start, and the first and last bytes of every tensor's
-// data (compared with the fixtures that tools/make_gguf_fixtures.py wrote).
+// data (compared with the fixtures that tools/fixtures/make_gguf_fixtures.py wrote).
 #include <doctest/doctest.h>
 
 #include <algorithm>

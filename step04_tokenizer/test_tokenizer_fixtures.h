@@ -1,5 +1,5 @@
 // test_tokenizer_fixtures.h - what step04's checks share: the record files written by
-// tools/make_tokenizer_fixtures.py, and the two vocabularies (loaded once per test run).
+// tools/fixtures/make_tokenizer_fixtures.py, and the two vocabularies (loaded once per test run).
 #pragma once
 
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
 // Checks that step02 reads real files exactly as gguf-py's GGUFReader does: the header and
 // every key, type and value of the tiny model and of the real Qwen vocabulary, compared with
-// the fixtures that tools/make_gguf_fixtures.py wrote.
+// the fixtures that tools/fixtures/make_gguf_fixtures.py wrote.
 #include <doctest/doctest.h>
 
 #include <string>

@@ -1,8 +1,8 @@
 // Checks on the real model (`make model && make test-real`): the last position's logits and
 // the greedy continuation of six prompts equal what transformers (fp32, eager attention)
 // computes from the same GGUF (tests/fixtures/real_model/, written by
-// tools/make_real_model_fixtures.py). Without a cache every generated token re-runs the whole
-// sequence, so this step checks 8 of the fixtures' 32 tokens.
+// tools/fixtures/make_real_model_fixtures.py). Without a cache every generated token re-runs the
+// whole sequence, so this step checks 8 of the fixtures' 32 tokens.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // Checks for dequantization: random blocks of every supported type must come out exactly as
 // gguf-py's numpy code dequantizes them. The blocks and gguf-py's values are committed in
-// tests/fixtures/dequant/ (regenerate with: python3 tools/make_dequant_fixtures.py).
+// tests/fixtures/dequant/ (regenerate with: python3 tools/fixtures/make_dequant_fixtures.py).
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,7 +1,7 @@
 // Checks for the whole model: the tiny model's logits at every position and its greedy
 // continuations equal what transformers (fp32, eager attention) computes from the same GGUF
-// (tests/fixtures/forward/, written by tools/make_logit_fixtures.py), and every kind of bad
-// model or prompt fails with one clear line.
+// (tests/fixtures/forward/, written by tools/fixtures/make_logit_fixtures.py), and every kind of
+// bad model or prompt fails with one clear line.
 #include <doctest/doctest.h>
 
 #include <algorithm>

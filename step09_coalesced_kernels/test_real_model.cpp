@@ -2,7 +2,7 @@
 // the continuation at --temp 0 (the sampler's greedy case, with the default penalty settings
 // that temperature 0 ignores) of six prompts equal what transformers (fp32, eager attention)
 // computes from the same GGUF (tests/fixtures/real_model/, written by
-// tools/make_real_model_fixtures.py). With the cache, all 32 of the fixtures' tokens: one
+// tools/fixtures/make_real_model_fixtures.py). With the cache, all 32 of the fixtures' tokens: one
 // prefill, then 31 decode passes that read every earlier position from the cache.
 #include <doctest/doctest.h>
 

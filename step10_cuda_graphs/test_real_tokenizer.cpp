@@ -1,8 +1,8 @@
 // Checks of step04's tokenizer on the real model's vocabulary (doctest suite "real_model", run
 // by `make test-real`): every text of tests/fixtures/real_model/tokenizer.txt must get exactly
 // the ids transformers gives it with the tokenizer it builds from the same GGUF
-// (tools/make_real_model_tokenizer_fixtures.py), and decode must give the text back. The one
-// correction the oracle needs (its converter leaves out 19 of the 22 added tokens) is explained
+// (tools/fixtures/make_real_model_tokenizer_fixtures.py), and decode must give the text back. The
+// one correction the oracle needs (its converter leaves out 19 of the 22 added tokens) is explained
 // in that script.
 #include <doctest/doctest.h>
 

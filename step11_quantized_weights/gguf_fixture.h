@@ -1,6 +1,6 @@
-// gguf_fixture.h - (checks only) reads the fixtures that tools/make_gguf_fixtures.py writes from
-// gguf-py's view of a GGUF file, and describes our own parse in the same line format, so a
-// check can compare the two line by line. The script's docstring defines the format.
+// gguf_fixture.h - (checks only) reads the fixtures that tools/fixtures/make_gguf_fixtures.py
+// writes from gguf-py's view of a GGUF file, and describes our own parse in the same line format,
+// so a check can compare the two line by line. The script's docstring defines the format.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,8 @@
 // The fixture's lines that start with `kind` ("header", "kv", "data", "tensor").
 inline std::vector<std::string> fixture_lines(const std::string& path, const std::string& kind) {
     std::ifstream in(path);
-    if (!in) fail("cannot open fixture '%s' (run tools/make_gguf_fixtures.py)", path.c_str());
+    if (!in)
+        fail("cannot open fixture '%s' (run tools/fixtures/make_gguf_fixtures.py)", path.c_str());
     std::vector<std::string> lines;
     for (std::string line; std::getline(in, line);)
         if (line.compare(0, kind.size() + 1, kind + " ") == 0) lines.push_back(line);

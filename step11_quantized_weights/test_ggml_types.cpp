@@ -1,6 +1,7 @@
 // Checks for the ggml type table: every id gguf-py knows has the same block size and bytes
 // per block here (tests/fixtures/dequant/ggml_quant_sizes.txt, written by
-// tools/make_dequant_fixtures.py), unknown ids and partial blocks fail with one clear line.
+// tools/fixtures/make_dequant_fixtures.py); an unknown id or a partial block fails with one
+// clear line.
 #include <doctest/doctest.h>
 
 #include <cstdint>

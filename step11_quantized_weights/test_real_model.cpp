@@ -1,6 +1,6 @@
 // Checks on the real model (`make model && make test-real`) against what transformers (fp32,
 // eager attention) computes from the same GGUF (tests/fixtures/real_model/, written by
-// tools/make_real_model_fixtures.py and tools/make_perplexity_fixture.py).
+// tools/fixtures/make_real_model_fixtures.py and tools/fixtures/make_perplexity_fixture.py).
 //
 // With int8_activations off, every matmul is step 5's and the last position's logits and the
 // continuation at --temp 0 (the sampler's greedy case, with the default penalty settings that

@@ -1,6 +1,6 @@
 // Checks for chat: render_chatml equals Qwen2.5's own template as transformers renders it
-// (tests/fixtures/chat_template/, written by tools/make_chat_fixtures.py), and a scripted chat
-// on the tiny model, run in-process, is repeatable and prefills only each turn's new tokens.
+// (tests/fixtures/chat_template/, written by tools/fixtures/make_chat_fixtures.py), and a scripted
+// chat on the tiny model, run in-process, is repeatable and prefills only each turn's new tokens.
 #include <doctest/doctest.h>
 
 #include <sstream>

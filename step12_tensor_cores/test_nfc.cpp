@@ -1,6 +1,6 @@
 // Checks for nfc(): one hand-made example per rule, every text of the fixture whose NFC was
-// written by Python's unicodedata2 (tools/make_tokenizer_fixtures.py), invalid UTF-8, and the
-// quick check against the full algorithm for every code point.
+// written by Python's unicodedata2 (tools/fixtures/make_tokenizer_fixtures.py), invalid UTF-8, and
+// the quick check against the full algorithm for every code point.
 #include <doctest/doctest.h>
 
 #include <cstdint>

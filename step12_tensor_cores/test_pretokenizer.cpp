@@ -42,7 +42,7 @@ TEST_CASE("pre-tokenizer pieces equal HF's split of every corpus text") {
 }
 
 TEST_CASE("Unicode classes follow the regex engine, not str.isspace()") {
-    // Verified against HF by `tools/gen_unicode_ranges.py --verify`.
+    // Verified against HF by `tools/fixtures/gen_unicode_ranges.py --verify`.
     CHECK(std::string(unicode_ranges_version()) == "16.0.0");
     CHECK(is_whitespace(0x0085));   // NEXT LINE
     CHECK(is_whitespace(0x00A0));   // NO-BREAK SPACE

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The drift check that `make test` runs: every file of step N-1 is in step N byte for byte,
 # unless step N's carried_changes.txt names it as a change made on purpose. One check per step;
-# ends with the summary line tools/run_tests.sh adds up ("carried_files: N passed, N failed,
+# ends with the summary line tools/check/run_tests.sh adds up ("carried_files: N passed, N failed,
 # 0 skipped"). A difference means a fix that was not carried forward (run tools/carry_forward.sh)
 # or a change to declare, with its reason, in carried_changes.txt.
 set -u

@@ -64,7 +64,7 @@ write_random_files() {
     mkdir -p models
     (for size in "$@"; do
         [ -f "$(random_file "$size" "$type")" ] ||
-            python3 tools/make_tiny_model.py --preset "$size" --types "$type" --as-published \
+            python3 tools/fixtures/make_tiny_model.py --preset "$size" --types "$type" --as-published \
                 --vocab "$vocab" -o "$(random_file "$size" "$type")" >>"$out/make-$size.log" 2>&1
         touch "$out/written-$size"
     done) &

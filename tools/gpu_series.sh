@@ -2,13 +2,13 @@
 # The speed series on a GPU machine, a few model sizes per call (the device runs one command for
 # at most ten minutes): build the steps, write random-weight files of each size, run the last
 # step with --check against its own CPU path (0.5b and 1.5b: the CPU side of a 7B check would
-# take minutes), then tools/bench_series.py on the F16 file.
+# take minutes), then tools/bench/bench_series.py on the F16 file.
 #
 #   tools/gpu_series.sh OUT SIZE... [-- bench_series.py flags...]
 #   e.g. tools/gpu_series.sh out 0.5b 1.5b -- --engines step08,step09,llama.cpp \
 #            --llama-bench /tmp/llama-bench --new-tokens-of step08=8
 #
-# With llama.cpp (tools/build_llama_cpp.sh packs it into .carry/series), the device call that
+# With llama.cpp (tools/gpu/build_llama_cpp.sh packs it into .carry/series), the device call that
 # made docs/bench/h200-step09.md carried .carry/series and began with
 #   python3 -m pip install -q --no-index --no-deps --target /tmp/site .carry/series/wheels/*.whl
 #   export PYTHONPATH=/tmp/site QWEN_TOKENIZER_DIR=$PWD/.carry/series
@@ -47,7 +47,7 @@ write_models() {  # one size's files, one after the other (each uses every core)
     [ "$size" = 7b ] || types="f16 q4_k_m"
     for type in $types; do
         [ -f "$(model_file "$size" $type)" ] ||
-            python3 tools/make_tiny_model.py --preset "$size" --types $type --as-published \
+            python3 tools/fixtures/make_tiny_model.py --preset "$size" --types $type --as-published \
                 --vocab "$vocab" -o "$(model_file "$size" $type)" >>"$out/make-$size.log" 2>&1 ||
             return 1
     done
@@ -70,7 +70,7 @@ for size in "${sizes[@]}"; do
         grep -E "^check: [0-9]+ steps|^prompt:" "$out/check-$size.log"
         stamp "checked $size"
     fi
-    python3 tools/bench_series.py --model "$(model_file "$size" f16)" --append \
+    python3 tools/bench/bench_series.py --model "$(model_file "$size" f16)" --append \
         --output "$out/series.md" "$@"
     stamp "benchmarked $size"
 done

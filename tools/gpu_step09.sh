@@ -8,7 +8,7 @@
 #      tools report as an error, and, under racecheck and synccheck, the 32768-position
 #      attention, minutes when instrumented; memcheck runs it);
 #   4. --check on the tiny model, GPU against CPU, for step09;
-#   5. the kernel table, step08 against step09 (tools/bench_kernels.sh; BENCH_STEPS adds
+#   5. the kernel table, step08 against step09 (tools/bench/bench_kernels.sh; BENCH_STEPS adds
 #      other versions).
 # Logs go to OUT; the summary is printed last.
 #
@@ -38,7 +38,7 @@ grep -E "ERROR|SKIPPED" "$out/test09.log" | head -n 20 >>"$summary"
 sanitize 09 150
 check_tiny 09
 
-timeout 200 tools/bench_kernels.sh >"$out/bench.log" 2>&1
+timeout 200 tools/bench/bench_kernels.sh >"$out/bench.log" 2>&1
 note "bench_kernels: rc $?"
 cp build/bench/kernels*.tsv build/bench/kernels.md "$out/" 2>/dev/null
 echo

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The speed record of step10 (docs/bench/h200-step10.md), one device call per run of it: step09,
 # step10 --no-graph, step10 and llama.cpp's llama-bench on the same F16 files, after a 512-token
-# and a 4096-token prompt (tools/bench_prompt.txt once and eight times over, -c 8192). The
+# and a 4096-token prompt (tools/bench/bench_prompt.txt once and eight times over, -c 8192). The
 # 512-token rows of 0.5b and 1.5b come from tools/gpu_series.sh (which also runs --check).
 #
 #   tools/gpu_step10_record.sh OUT LLAMA_BENCH SIZE:DEPTHS...
@@ -30,7 +30,7 @@ for job in "$@"; do
     stamp "wrote $size"
     for depth in $(echo "${job#*:}" | tr , ' '); do
         repeat=$((depth / 512))
-        python3 tools/bench_series.py --model "$(model_file "$size")" --append \
+        python3 tools/bench/bench_series.py --model "$(model_file "$size")" --append \
             --output "$out/series-$depth.md" --engines step09,step10-no-graph,step10,llama.cpp \
             --llama-bench "$llama_bench" --timeout 150 --prompt-repeat "$repeat" -c 8192 \
             >"$out/bench-$size-$depth.log" 2>&1

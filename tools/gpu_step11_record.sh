@@ -2,7 +2,7 @@
 # The speed record of step11 (docs/bench/h200-step11.md), one device call per run of it: step10
 # (which turns every matrix into F16 at load), step11 (which keeps the file's blocks) and
 # llama.cpp's llama-bench on the same random-weight files laid out as Qwen's published Q4_K_M
-# files, after a 512-token prompt (tools/bench_prompt.txt), -c 8192.
+# files, after a 512-token prompt (tools/bench/bench_prompt.txt), -c 8192.
 #
 #   tools/gpu_step11_record.sh OUT LLAMA_BENCH SIZE...      e.g. ... out /tmp/llama-bench 0.5b 1.5b 7b
 #
@@ -32,7 +32,7 @@ stamp built
 for size in "$@"; do
     while [ ! -f "$out/written-$size" ]; do sleep 1; done
     stamp "wrote $size"
-    python3 tools/bench_series.py --model "$(model_file "$size")" --append \
+    python3 tools/bench/bench_series.py --model "$(model_file "$size")" --append \
         --output "$out/series-512.md" --engines "$engines" \
         --llama-bench "$llama_bench" --timeout 150 -c 8192 >"$out/bench-$size.log" 2>&1
     stamp "benchmarked $size"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # step12 on a GPU machine in one call (the device runs one command for at most ten minutes):
-#   1. llama.cpp's llama-bench built in the background (tools/build_llama_cpp.sh), from the
+#   1. llama.cpp's llama-bench built in the background (tools/gpu/build_llama_cpp.sh), from the
 #      trimmed source in .carry, when LLAMA_SRC_TARBALL names it; packed into OUT in pieces;
 #   2. step12's checks on the GPU (binaries built by the Makefile for sm_90, in BIN, or here);
 #   3. compute-sanitizer memcheck, racecheck and synccheck on the tensor-core checks;
-#   4. the kernels at 0.5B, 1.5B and 7B shapes (tools/bench_tensor_cores.cu) next to cuBLAS
-#      (tools/bench_cublas.py), prompts of 512 and 4096 tokens;
+#   4. the kernels at 0.5B, 1.5B and 7B shapes (tools/bench/bench_tensor_cores.cu) next to cuBLAS
+#      (tools/bench/bench_cublas.py), prompts of 512 and 4096 tokens;
 #   5. --check and one prompt of 512 tokens, step11 against step12 (and llama.cpp's llama-bench
 #      when LLAMA_BENCH names it), on random-weight F16 files.
 #
@@ -22,7 +22,7 @@ sizes=("$@")
 source tools/gpu_checks.sh
 gpu_start
 if [ -n "${LLAMA_SRC_TARBALL:-}" ]; then
-    (nice tools/build_llama_cpp.sh /tmp/llama >"$out/llama-build.log" 2>&1
+    (nice tools/gpu/build_llama_cpp.sh /tmp/llama >"$out/llama-build.log" 2>&1
         split -b 15M .carry/series/llama-bench.gz "$out/llama-bench.gz.part-"
         touch "$out/llama-built") &
 fi
@@ -45,7 +45,7 @@ sanitize 12 100 '*test_tensor_cores.cpp'
 for size in 0.5b 1.5b 7b; do
     for tokens in 512 4096; do
         timeout 60 "${BENCH_TC:-build/bench_tensor_cores}" "$size" "$tokens" >>"$out/kernels.tsv" 2>&1
-        timeout 60 python3 tools/bench_cublas.py "$size" "$tokens" >>"$out/kernels.tsv" 2>&1
+        timeout 60 python3 tools/bench/bench_cublas.py "$size" "$tokens" >>"$out/kernels.tsv" 2>&1
     done
 done
 note "kernels timed: $(wc -l <"$out/kernels.tsv") rows"
@@ -59,7 +59,7 @@ for size in "${sizes[@]}"; do
     note "step12 --check $size F16: rc $? | $(grep -E '^check: [0-9]+ steps' "$out/check-$size.log")"
     for step in step11 step12; do
         for loading in LAZY EAGER; do
-            CUDA_MODULE_LOADING=$loading timeout 120 ./$step "$file" -f tools/bench_prompt.txt \
+            CUDA_MODULE_LOADING=$loading timeout 120 ./$step "$file" -f tools/bench/bench_prompt.txt \
                 -n 16 --temp 0 -c 4096 >"$out/$step-$size-$loading.log" 2>&1
             note "$step $size F16 prompt, $loading module loading: rc $? | $(grep -E '^prompt:' \
                 "$out/$step-$size-$loading.log" | cut -d'|' -f1)"

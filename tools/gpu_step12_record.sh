@@ -2,7 +2,7 @@
 # The prompt-speed record of step12 (docs/bench/h200-step12.md), in one device call: step11,
 # step12 and llama.cpp's llama-bench on the same random-weight files, F16 and laid out as Qwen's
 # published Q4_K_M files, at 0.5B, 1.5B and 7B; prompts of 512 and 4096 tokens
-# (tools/bench_prompt.txt, and 8 copies of it), -c 8192, no generation (-n 0).
+# (tools/bench/bench_prompt.txt, and 8 copies of it), -c 8192, no generation (-n 0).
 #
 #   tools/gpu_step12_record.sh OUT LLAMA_BENCH [SIZE...]     default sizes: 0.5b 1.5b 7b
 #
@@ -10,7 +10,7 @@
 # prompt) and the record keeps the median; llama-bench runs its warm-up and 5 repetitions. Every
 # program loads its kernels at start (CUDA_MODULE_LOADING=EAGER), as llama-bench's warm-up
 # run does: a prompt's time is then its kernels', not the driver's first-call loading.
-# Then ncu's view of one GEMM (tools/bench_tensor_cores.cu at 1.5B, 4096 tokens), for the
+# Then ncu's view of one GEMM (tools/bench/bench_tensor_cores.cu at 1.5B, 4096 tokens), for the
 # article. Output: OUT/prompts.tsv (engine, size, type, tokens, tokens/s), logs beside it.
 set -u
 cd "$(dirname "$0")/.."
@@ -27,14 +27,14 @@ export CUDA_MODULE_LOADING=EAGER
 (for size in "${sizes[@]}"; do
     for type in f16 q4_k_m; do
         file=$(random_file "$size" $type)
-        [ -f "$file" ] || python3 tools/make_tiny_model.py --preset "$size" --types $type \
+        [ -f "$file" ] || python3 tools/fixtures/make_tiny_model.py --preset "$size" --types $type \
             --as-published --vocab "$QWEN_TOKENIZER_DIR/qwen-bpe-vocab.gguf" -o "$file" \
             >>"$out/make-$size-$type.log" 2>&1
         touch "$out/written-$size-$type"
     done
 done) &
 prompt4096=$out/prompt-4096.txt
-for _ in 1 2 3 4 5 6 7 8; do cat tools/bench_prompt.txt; done >"$prompt4096"
+for _ in 1 2 3 4 5 6 7 8; do cat tools/bench/bench_prompt.txt; done >"$prompt4096"
 make -s -j"$(nproc)" "${make_flags[@]}" step11 step12 >"$out/build.log" 2>&1 || { tail "$out/build.log"; exit 1; }
 note "built"
 printf 'engine\tsize\ttype\ttokens\ttokens_per_s\n' >"$out/prompts.tsv"
@@ -43,7 +43,7 @@ for size in "${sizes[@]}"; do
         while [ ! -f "$out/written-$size-$type" ]; do sleep 1; done
         file=$(random_file "$size" $type)
         for step in step11 step12; do
-            for prompt in tools/bench_prompt.txt "$prompt4096"; do
+            for prompt in tools/bench/bench_prompt.txt "$prompt4096"; do
                 runs=() reps=$repeat
                 [ "$size" = 7b ] && reps=1  # 7B loads 15 GB a run: one run each, in the call's time
                 for ((r = 0; r < reps; r++)); do

@@ -420,13 +420,13 @@ def write_tree(number, out, shown):
     regions = regions_of_step(source, number)
     if not regions:
         sys.exit(f"error: step{number} has no marked regions to hand out")
-    (out / "tools").mkdir(parents=True, exist_ok=True)
-    shutil.copy2(ROOT / "Makefile", out)
     shutil.copytree(ROOT / "common", out / "common")
+    shutil.copy2(ROOT / "Makefile", out)
     # What `make stepNN`, `make test-stepNN` and `make grade` run (`make test` checks the
     # whole repository: it does not run in a student tree).
-    for tool in ("run_tests.sh", "setup.sh", "make_assignment.py"):
-        shutil.copy2(ROOT / "tools" / tool, out / "tools")
+    for tool in ("check/run_tests.sh", "setup.sh", "make_assignment.py"):
+        (out / "tools" / tool).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / "tools" / tool, out / "tools" / tool)
     target = out / source.name
     target.mkdir()
     for path in sorted(source.iterdir()):

@@ -2,12 +2,12 @@
 # Everything step06 needs a GPU for, in one go, with a log per stage in OUT (default
 # build/step06_gpu_check): the checks (make test-step06, GPU checks running), compute-sanitizer
 # memcheck and racecheck on the GPU checks, two Qwen2.5-1.5B-shaped random-weight models (F16
-# and Q4_K_M) run with --check, and tools/bench_kernels.sh. This is how docs/en/step06.md's
+# and Q4_K_M) run with --check, and tools/bench/bench_kernels.sh. This is how docs/en/step06.md's
 # H200 figures were made.
 #
 #   tools/step06_gpu_check.sh
 #
-# Needs nvcc and a GPU, gguf-py for tools/make_tiny_model.py, the real tokenizer.json in
+# Needs nvcc and a GPU, gguf-py for tools/fixtures/make_tiny_model.py, the real tokenizer.json in
 # $QWEN_TOKENIZER_DIR, and doctest (DOCTEST_INCLUDE, as for make). Each stage has a time limit.
 set -u
 cd "$(dirname "$0")/.."
@@ -26,7 +26,7 @@ stamp() { echo "[$1: rc $2, $((SECONDS - start)) s since the start]"; }
 for type in f16 q4_k_m; do
     (
         s=$SECONDS
-        python3 tools/make_tiny_model.py --preset 1.5b --types $type --vocab "$vocab" \
+        python3 tools/fixtures/make_tiny_model.py --preset 1.5b --types $type --vocab "$vocab" \
             -o $model-$type.gguf
         echo "written in $((SECONDS - s)) s"
     ) >"$out/model_$type.log" 2>&1 &
@@ -55,5 +55,5 @@ for type in f16 q4_k_m; do
     stamp check $?
 done >"$out/check.log" 2>&1
 
-timeout 150 tools/bench_kernels.sh $model-f16.gguf $model-q4_k_m.gguf >"$out/bench.log" 2>&1
+timeout 150 tools/bench/bench_kernels.sh $model-f16.gguf $model-q4_k_m.gguf >"$out/bench.log" 2>&1
 stamp bench $? >>"$out/bench.log"
