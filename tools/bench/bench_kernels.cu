@@ -1,7 +1,7 @@
 // bench_kernels.cu - how fast each operator of ops_cuda.h runs (not a test), in the manner of
 // llm.c's dev/cuda: one row per operator and shape, with its time and the rate it got.
 //
-//   tools/bench/bench_kernels.sh          builds this against step08's and step09's sources, runs
+//   tools/bench/bench_kernels.sh    builds this against step08's and step09's sources, runs
 //                                   both and prints one table with the two side by side
 //   build/bench/bench_kernels_stepNN
 //

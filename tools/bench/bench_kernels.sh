@@ -34,8 +34,7 @@ for step in ${BENCH_STEPS:-step08_sampling step09_coalesced_kernels}; do
     echo "building $binary (-O2)"
     # shellcheck disable=SC2086
     "$nvcc" -O2 -std=c++17 --default-stream per-thread $archs -I"$step" -Icommon \
-        tools/bench/bench_kernels.cu "$step"/ops_cuda.cu \
-        "$step"/device_buffer.cu "$step"/cuda_device.cu "$step"/ggml_types.cpp -o "$binary"
+        tools/bench/bench_kernels.cu "$step"/*.cu "$step"/ggml_types.cpp -o "$binary"
     echo "running $binary"
     "$binary" >"build/bench/kernels_$name.tsv"
     grep -q "^copy" "build/bench/kernels_$name.tsv" || { cat "build/bench/kernels_$name.tsv"; exit 0; }

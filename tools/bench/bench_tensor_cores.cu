@@ -1,11 +1,11 @@
 // bench_tensor_cores.cu - step 12's kernels timed at Qwen2.5's prompt shapes (not a test): the
 // GEMM of every product of a layer, on the tensor cores (F16 and Q4_K weights) beside step 9's
 // float GEMM, and flash attention beside step 9's prompt attention. cuBLAS, the yardstick, is
-// timed on the same shapes by tools/bench/bench_cublas.py; tools/gpu_step12.sh prints both.
+// timed on the same shapes by tools/bench/bench_cublas.py; `tools/gpu/run.sh 12 kernels OUT`
+// builds this with step 12's CUDA files and prints both:
 //
-//   nvcc -O2 -std=c++17 -arch=sm_90 -Istep12_tensor_cores -Icommon
-// tools/bench/bench_tensor_cores.cu \
-//       step12_tensor_cores/{ops_cuda,gemm_tensor_cores,flash_attention,device_buffer,cuda_device}.cu \
+//   nvcc -O2 -std=c++17 -arch=sm_90 -Istep12_tensor_cores -Icommon \
+//       tools/bench/bench_tensor_cores.cu step12_tensor_cores/*.cu \
 //       step12_tensor_cores/ggml_types.cpp -o build/bench_tensor_cores
 //   build/bench_tensor_cores 1.5b 512
 //

@@ -8,8 +8,9 @@
 # where it runs, nothing of llama.cpp's), with GGML_NATIVE off, so a binary built on one x86-64
 # machine runs on another. On the 2-core development machine it took 56 minutes; on the H200's
 # 16 cores about 6. Then it packs llama-bench, stripped and gzipped (44 MB), into
-# .carry/series/llama-bench.gz, the folder a device call carries (tools/gpu_series.sh's header
-# shows the command that unpacks and runs it).
+# .carry/series/llama-bench.gz, the folder a device call carries (unpacked there with
+#   gunzip -c .carry/series/llama-bench.gz >/tmp/llama-bench && chmod +x /tmp/llama-bench
+# and handed to tools/gpu/run.sh as LLAMA_BENCH=/tmp/llama-bench).
 set -eu
 cd "$(dirname "$0")/../.."
 out=${1:-build/llama}
@@ -17,7 +18,7 @@ version=0.3.36  # vendors llama.cpp commit 0c1e570
 mkdir -p "$out"
 if [ -n "${LLAMA_SRC_TARBALL:-}" ]; then
     # The same tree, trimmed of models, docs, tests, examples and the other backends' code
-    # (tools/gpu_step12.sh carries it to the device machine, which cannot reach PyPI).
+    # (a device call carries it to the GPU machine, which cannot reach PyPI).
     tar xJf "$LLAMA_SRC_TARBALL" -C "$out"
     source=$out/llama-src
 else
