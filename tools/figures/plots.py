@@ -123,6 +123,7 @@ Usage: python3 tools/figures/plots.py [--out docs/figures] [--source TABLE.md ..
 Needs matplotlib (`make setup` installs it); the rest is the standard library.
 """
 import argparse
+import glob
 import math
 import os
 import re
@@ -821,31 +822,68 @@ def sampler_pipeline():
     return fig
 
 
-# ---- step 9's kernels: the constants of step09_coalesced_kernels/ops_cuda.cu ----
+# ---- step 9's kernels: the constants of step09_coalesced_kernels' CUDA files ----
 
-STEP09_OPS = os.path.join(ROOT, "step09_coalesced_kernels", "ops_cuda.cu")
+STEP09 = os.path.join(ROOT, "step09_coalesced_kernels")
 QWEN_1_5B = {"d_model": 1536, "d_ff": 8960, "n_heads": 12, "n_kv_heads": 2, "head_dim": 128}
 H200_MULTIPROCESSORS = 132  # what cudaDevAttrMultiProcessorCount says on an H200
 
 
-def cuda_constants(path):
-    """{name: value} of the file's top-level `constexpr int` lines, evaluated in order (C++'s
-    integer division included), so the pictures change when the kernels' tile sizes do."""
-    source = open(path, encoding="utf-8").read()
-    values = {}
-    for declarations in re.findall(r"^constexpr int ([^;]+);", source, re.M):
-        for declaration in declarations.split(","):
+def cuda_sources(folder, names=None):
+    """The paths of a step's CUDA and header files (*.cuh, *.h, *.cu), or of the named ones
+    that exist, headers first: however the step splits its kernels into files."""
+    if names is not None:
+        paths = [os.path.join(folder, name) for name in names]
+        return [path for path in paths if os.path.exists(path)]
+    found = []
+    for pattern in ("*.cuh", "*.h", "*.cu"):
+        found += sorted(glob.glob(os.path.join(folder, pattern)))
+    return found
+
+
+def cuda_source(paths):
+    return "\n".join(open(path, encoding="utf-8").read() for path in paths)
+
+
+def cuda_constants(paths):
+    """{name: value} of the files' top-level `constexpr int` lines, evaluated (C++'s integer
+    division included) once the names they use are known, so the pictures change when the
+    kernels' tile sizes do. A name given two different values is an error."""
+    declared = []
+    for match in re.findall(r"^(?:static |inline )*constexpr int ([^;]+);", cuda_source(paths),
+                            re.M):
+        for declaration in match.split(","):
             name, expression = (part.strip() for part in declaration.split("=", 1))
-            values[name] = eval(expression.replace("/", "//"), {"__builtins__": {}}, dict(values))
+            declared.append((name, expression.replace("/", "//")))
+    values = {}
+    while declared:
+        left = []
+        for name, expression in declared:
+            try:
+                value = eval(expression, {"__builtins__": {}}, dict(values))
+            except NameError:
+                left.append((name, expression))
+                continue
+            if values.get(name, value) != value:
+                sys.exit(f"error: {name} is {values[name]} and {value} in {', '.join(paths)}")
+            values[name] = value
+        if len(left) == len(declared):
+            break  # the rest name constants of other files: not ones the pictures use
+        declared = left
     return values
+
+
+def tile_constant(c, name):
+    """Step 12's tile constant kTcNAME, or kNAME where the GEMM's file still calls it that."""
+    return c["kTc" + name] if "kTc" + name in c else c["k" + name]
 
 
 # ---- matvec_warp_per_row ----
 
 def matvec_warp_per_row():
-    c = cuda_constants(STEP09_OPS)
+    c = cuda_constants(cuda_sources(STEP09))
     lanes, warps, split_at = c["kWarpSize"], c["kMatvecWarps"], c["kPiecesToSplitRow"]
-    source = open(STEP09_OPS, encoding="utf-8").read()
+    source = cuda_source(cuda_sources(STEP09))
     kernel = source[source.index("__global__ void matvec_kernel"):]
     unroll = re.search(r"#pragma unroll (\d+)", kernel).group(1)  # of the 16-byte loads' loop
     piece_bytes, weight_bytes, sector_bytes = 16, 2, 32  # a uint4 load; F16 weights
@@ -1005,7 +1043,7 @@ SHUFFLE_VALUES = [0.5, 1.25, -2.0, 3.0, 0.75, -1.5, 2.25, 1.0]  # made up; exact
 
 
 def warp_shuffle_sum():
-    c = cuda_constants(STEP09_OPS)
+    c = cuda_constants(cuda_sources(STEP09))
     lanes, threads, warp_size = len(SHUFFLE_VALUES), c["kNormThreads"], c["kWarpSize"]
     offsets = [lanes >> (step + 1) for step in range(int(math.log2(lanes)))]  # 4, 2, 1
     fig, ax = canvas(12, 5.4)
@@ -1113,7 +1151,7 @@ def attention_chunks(n_positions, n_kv_heads, c):
 
 
 def split_attention():
-    c = cuda_constants(STEP09_OPS)
+    c = cuda_constants(cuda_sources(STEP09))
     n_heads, n_kv_heads = QWEN_1_5B["n_heads"], QWEN_1_5B["n_kv_heads"]
     group = n_heads // n_kv_heads
     fig, ax = canvas(12, 7.0)
@@ -1245,7 +1283,7 @@ GEMM_TIMES = {"load": 1.5, "store": 0.35, "math": 1.8}  # made-up durations, for
 
 
 def tiled_gemm():
-    c = cuda_constants(STEP09_OPS)
+    c = cuda_constants(cuda_sources(STEP09))
     tokens, outputs, depth = c["kTileTokens"], c["kTileOutputs"], c["kTileDepth"]
     thread_tokens, thread_outputs = c["kThreadTokens"], c["kThreadOutputs"]
     threads, pad, per_thread = c["kGemmThreads"], c["kTilePad"], c["kPerThread"]
@@ -2368,8 +2406,10 @@ def block_formats():
 # ---- step 12: tensor_core_gemm and flash_attention_tiles ----
 
 STEP12 = os.path.join(ROOT, "step12_tensor_cores")
-STEP12_GEMM = os.path.join(STEP12, "gemm_tensor_cores.cu")
-STEP12_FLASH = os.path.join(STEP12, "flash_attention.cu")
+# Each kernel's file with the tensor-core header they share (step 12's other files hold step 9's
+# tile constants, under the same names before the tensor-core ones were renamed kTc...).
+STEP12_GEMM = ["tensor_core_ptx.cuh", "gemm_tensor_cores.cu"]
+STEP12_FLASH = ["tensor_core_ptx.cuh", "flash_attention.cu"]
 SHOWN_LANE = 5  # the lane the fragment pictures follow: group 1, pair 2
 PALE_BLUE, PALE_GREEN, PALE_ORANGE = "#d9e5f2", "#dff0e3", "#f9e6da"
 FRAGMENT_FACES = {"a": [LIGHT_BLUE, PALE_BLUE, PALE_BLUE, LIGHT_BLUE],  # a[0..3], a checkerboard
@@ -2434,8 +2474,9 @@ def fragment_grid(ax, left, bottom, rows, columns, cell, kind, title="", numbers
 
 
 def tensor_core_gemm():
-    c = cuda_constants(STEP12_GEMM)
-    outputs, depth, stages = c["kTileOutputs"], c["kTileDepth"], c["kStages"]
+    c = cuda_constants(cuda_sources(STEP12, STEP12_GEMM))
+    outputs, depth = tile_constant(c, "TileOutputs"), tile_constant(c, "TileDepth")
+    stages = c["kStages"]
     warps_tokens, warps_outputs = c["kTcWarpsTokens"], c["kTcWarpsOutputs"]
     stride, warp_outputs = c["kRowStride"], c["kWarpOutputs"]
     tokens = 128  # the taller of tensor_core_tile_tokens' two tiles (64 when it leaves SMs idle)
@@ -2631,7 +2672,7 @@ def tensor_core_gemm():
 
 
 def flash_attention_tiles():
-    c = cuda_constants(STEP12_FLASH)
+    c = cuda_constants(cuda_sources(STEP12, STEP12_FLASH))
     queries, keys, warps = c["kFlashQueries"], c["kFlashKeys"], c["kFlashWarps"]
     warp_queries = queries // warps
     n_tokens, shown_block = 512, 5  # a 512-token prompt from position 0; the block drawn
