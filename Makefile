@@ -194,6 +194,10 @@ format: ## clang-format every C++ and CUDA source in place (.clang-format; apt: 
 	clang-format -i $$(git ls-files 'step*/*.cpp' 'step*/*.h' 'step*/*.cu' 'common/*.h' \
 	    'common/*.cpp' 'tools/*/*.cpp' 'tools/*/*.cu')
 
+# print-BUILD, print-HAVE_NVCC: a value as make computes it here (for tools/make_assignment.py).
+print-%:
+	@echo '$($*)'
+
 clean: ## remove build outputs and the stepNN binaries
 	rm -rf build $(addprefix step,$(STEPS))
 

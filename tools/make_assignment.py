@@ -500,24 +500,32 @@ def run_checks(binary, checks, timeout=600):
         return "FAIL", f"{failed} of {len(checks)} checks fail"
     if skipped:
         reason = re.search(r'^SKIPPED "[^"]*": (.*)$', result.stdout, re.M)
-        return "skipped", reason.group(1) if reason else "skipped"
+        reason = reason.group(1) if reason else "its checks could not run here"
+        if "CUDA device" in reason:  # the CUDA runtime's words for a machine without a GPU
+            reason = f"needs a GPU, and the CUDA runtime finds none ({reason})"
+        return NOT_GRADED, reason
     return "pass", f"{passed} of {len(checks)} checks pass"
 
 
-def grade():
-    """Builds the student's checks and runs each stub's own ones: the table and the score."""
-    readme = ROOT / "ASSIGNMENT.md"
-    heading = re.match(r"# Assignment: step (\d\d)\n", readme.read_text()) if readme.exists() \
-        else None
-    if not heading:
-        sys.exit("error: `make grade` runs in a student tree (make assignment STEP=NN OUT=DIR)")
-    number = heading.group(1)
-    binary = ROOT / "build" / "release" / f"test_step{number}"
-    build = subprocess.run(["make", "--no-print-directory", str(binary.relative_to(ROOT))],
-                           cwd=ROOT, capture_output=True, text=True)
+NOT_GRADED = "not graded"
+
+
+def make_value(name):
+    """A value the Makefile computes (BUILD: build/release, or build/release-cpu-only without
+    nvcc; HAVE_NVCC: nvcc's path, or nothing), as make itself sees this machine."""
+    result = subprocess.run(["make", "--no-print-directory", "-s", f"print-{name}"], cwd=ROOT,
+                            capture_output=True, text=True)
+    return result.stdout.strip() if result.returncode == 0 else ""
+
+
+def grade_rows(number, binary, build_failed, cuda_without_nvcc):
     rows, failing = [], set()
     for name, region in REGIONS[number].items():
-        if build.returncode != 0:
+        if name in cuda_without_nvcc:
+            rows.append((name, NOT_GRADED, "a CUDA kernel: it needs nvcc and a GPU, and this "
+                         "machine has no nvcc"))
+            continue
+        if build_failed:
             rows.append((name, "FAIL", "the step does not build (make step" + number + ")"))
             continue
         verdict, detail = run_checks(binary, region.checks)
@@ -527,15 +535,43 @@ def grade():
             if waiting:
                 detail += f"; they call {', '.join(waiting)} first"
         rows.append((name, verdict, detail))
+    return rows
+
+
+def grade():
+    """Builds the student's checks and runs each stub's own ones: the table and the score.
+    A stub whose checks cannot run here (a CUDA kernel without nvcc or a GPU) is not graded:
+    it counts neither as passed nor as failed."""
+    readme = ROOT / "ASSIGNMENT.md"
+    heading = re.match(r"# Assignment: step (\d\d)\n", readme.read_text()) if readme.exists() \
+        else None
+    if not heading:
+        sys.exit("error: `make grade` runs in a student tree (make assignment STEP=NN OUT=DIR)")
+    number = heading.group(1)
+    build_dir = make_value("BUILD") or "build/release"
+    binary = ROOT / build_dir / f"test_step{number}"
+    build = subprocess.run(["make", "--no-print-directory", str(binary.relative_to(ROOT))],
+                           cwd=ROOT, capture_output=True, text=True)
+    # Without nvcc the .cu files are not built at all (no_cuda.cpp stands in for them). Which
+    # function is in which file: ASSIGNMENT.md's table (write_readme).
+    files = re.findall(r"^\| `[^`]*/([^`/]+)` \| `(\w+)` \|", readme.read_text(), re.M)
+    cuda_without_nvcc = set() if make_value("HAVE_NVCC") else \
+        {name for file, name in files if file.endswith(".cu")}
+    rows = grade_rows(number, binary, build.returncode != 0, cuda_without_nvcc)
     width = max(len(name) for name, _, _ in rows)
     print(f"step {number} assignment\n")
-    print(f"{'function':<{width}}  result   checks")
+    print(f"{'function':<{width}}  {'result':<10}  checks")
     for name, verdict, detail in rows:
-        print(f"{name:<{width}}  {verdict:<7}  {detail}")
+        print(f"{name:<{width}}  {verdict:<10}  {detail}")
     passed = sum(verdict == "pass" for _, verdict, _ in rows)
-    skipped = sum(verdict == "skipped" for _, verdict, _ in rows)
-    note = f" ({skipped} could not run here)" if skipped else ""
-    print(f"\nscore: {passed}/{len(rows)}{note}")
+    graded = sum(verdict != NOT_GRADED for _, verdict, _ in rows)
+    if graded == 0:
+        print(f"\nscore: none of the {len(rows)} functions could be graded here: their checks "
+              "need a GPU (and nvcc to build them); grade on a machine that has both")
+    else:
+        note = f" ({len(rows) - graded} of {len(rows)} not graded here: they need a GPU)" \
+            if graded < len(rows) else ""
+        print(f"\nscore: {passed}/{graded}{note}")
     if build.returncode != 0:
         print("\n" + build.stdout[-3000:] + build.stderr[-3000:])
 

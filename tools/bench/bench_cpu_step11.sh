@@ -22,8 +22,9 @@ for run in 1 2 3; do
             -t 2 $flag 2>&1 >/dev/null | grep '^prompt:')
         echo "run $run | $engine | $line"
     done
-    # Our steps make OpenMP's idle threads sleep (common/passive_wait.h); llama.cpp's default
-    # lets them spin. The same policy as llama.cpp's:
+    # The rows above run with OpenMP's own wait policy (the steps set none; `--help` says that
+    # OMP_WAIT_POLICY=passive makes idle threads sleep at once). Spinning, as llama.cpp's
+    # threads do by default:
     line=$(OMP_WAIT_POLICY=active ./step11 "$model" -f $prompt -n 128 --temp 0 --device cpu -t 2 \
         2>&1 >/dev/null | grep '^prompt:')
     echo "run $run | step11 OMP_WAIT_POLICY=active | $line"

@@ -168,7 +168,8 @@ def main():
         "timer": "llama_perf_context" if counters_match else "wall clock (perf counters did not match)",
         "decode_passes": decode_passes,
         # This build runs its threads with OpenMP, whose barriers spin before sleeping; on a shared
-        # machine that matters, and our steps ask for passive waiting (common/passive_wait.h).
+        # machine that matters. Our steps also keep OpenMP's default (OMP_WAIT_POLICY, as their
+        # --help says, makes idle threads sleep at once).
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (libgomp: spin a while, then sleep)"),
         "wall_prompt_tok_s": round(len(prompt) / prefill_s, 2),
         "wall_ms_per_token": round(1000 * decode_s / decode_passes, 2) if decode_passes else None,

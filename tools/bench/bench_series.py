@@ -303,6 +303,17 @@ def step_command(engine, model, args, n_new):
     return cmd
 
 
+def significant_digits(text):
+    return len(text.replace(".", "").lstrip("0"))
+
+
+def per_second(tokens, ms_text, rate_text):
+    """tokens/s from a printed time (ms) and rate (tokens/s), the more precise of the two."""
+    if significant_digits(rate_text) >= significant_digits(ms_text):
+        return float(rate_text)
+    return 1000 * tokens / float(ms_text)
+
+
 def run_step(engine, model, summary, args, clock, log_dir):
     step = engine[:6]
     n_new = {"step05": args.step05_new_tokens, "step06": args.step06_new_tokens}.get(step, args.new_tokens)
@@ -315,11 +326,13 @@ def run_step(engine, model, summary, args, clock, log_dir):
     if outcome.rc != 0 or not timing:
         row.notes.append(outcome.why_failed() if outcome.rc != 0 else "no timing line on stderr")
         return [row]
-    # The prompt's rate from its time, printed with more digits than the rate.
+    # A time and its rate, each from whichever of the two the line prints with more significant
+    # digits (a 0.03 ms prompt printed as 28794.3 tokens/s is not 33333 tokens/s).
     row.prompt_tokens = int(timing[1])
-    row.prompt_tok_s = 1000 * row.prompt_tokens / float(timing[2])
-    if timing[4]:  # tokens/s has more digits than ms/token's one decimal (1.7 ms: 1.65-1.75)
-        row.generated, row.gen_tok_s = int(timing[4]), float(timing[6])
+    row.prompt_tok_s = per_second(row.prompt_tokens, timing[2], timing[3])
+    if timing[4]:
+        row.generated = int(timing[4])
+        row.gen_tok_s = per_second(1, timing[5], timing[6])
         row.ms_per_token = 1000 / row.gen_tok_s
     else:  # no pass after the prompt's: at most the token the prompt's pass chose
         row.generated = "<=1"

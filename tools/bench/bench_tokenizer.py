@@ -16,7 +16,11 @@ from pathlib import Path
 # One thread for HF, set before the library starts its thread pool.
 os.environ["RAYON_NUM_THREADS"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
-from tokenizers import Tokenizer  # noqa: E402
+try:
+    from tokenizers import Tokenizer
+except ImportError:
+    sys.exit("bench_tokenizer: Python's tokenizers is missing: run `make setup` first "
+             "(it installs the Python tools into .venv)")
 
 MIXED = Path("build/bench/mixed.txt")
 
@@ -73,6 +77,10 @@ def main():
     parser.add_argument("files", nargs="*", type=Path)
     args = parser.parse_args()
     vocab_dir = Path(args.vocab_dir)
+    for name in ("tokenizer.json", "qwen-bpe-vocab.gguf"):
+        if not (vocab_dir / name).exists():
+            sys.exit(f"bench_tokenizer: {vocab_dir / name} is missing: set QWEN_TOKENIZER_DIR "
+                     "to the folder of the real Qwen vocabulary")
     hf = Tokenizer.from_file(str(vocab_dir / "tokenizer.json"))
     files = args.files
     if not files:

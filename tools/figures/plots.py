@@ -52,12 +52,14 @@ step09_kernels.svg (step 9)
     step08's kernels, of step 9's first version and of step 9, all from one device call, log
     scale, the one-token rows and the 512-token rows as two panels; hatched, the rows that
     graph_step09.tsv (another call) also times replayed in a CUDA graph.
-series_speed.svg (overview, steps 7 to 10)
+series_speed.svg (overview, steps 5 to 12)
     Decode tokens/s of every step and of transformers, log scale: one panel per model size on the
     H200, merging docs/bench/h200-series.md (steps 05-08, transformers), h200-step09.md (step08,
-    step09 and llama.cpp, on the same GPU and F16 files) and step 10's record
+    step09 and llama.cpp, on the same GPU and F16 files), step 10's record
     (step10-2026-12-01/series-*-512-*.md: step09, step10 with and without its graph, llama.cpp),
-    and one for docs/bench/cpu-real-0.5b.md;
+    step 11's (step11-2026-12-02/record-series-512.md) and step 12's
+    (step12-2026-12-02/series-512-q4_k_m.md: step11, step12 and llama.cpp on files laid out as
+    Qwen's published Q4_K_M ones), and one for docs/bench/cpu-real-0.5b.md;
     each row's roofline, and llama.cpp as a line (a band for a table with several of its
     settings). Where both records hold a row of the same engine at the same size, the newer
     file's is drawn: step08 is h200-step09.md's row at every size (8 generated tokens), not
@@ -1595,7 +1597,10 @@ SPEED_SOURCES = [  # (files, panel title: {size} is the model size its headings 
     # the largest thread count of its table). Later files win: see series_speed in the docstring.
     (("docs/bench/h200-series.md", "docs/bench/h200-step09.md",
       "docs/bench/step10-2026-12-01/series-512-call3.md",
-      "docs/bench/step10-2026-12-01/series-7b-512-call5.md"), "H200 GPU\nQwen2.5-{size} shape"),
+      "docs/bench/step10-2026-12-01/series-7b-512-call5.md",
+      "docs/bench/step11-2026-12-02/record-series-512.md",    # step 11's record (call 3)
+      "docs/bench/step12-2026-12-02/series-512-q4_k_m.md"),   # step11, step12, llama.cpp, one call
+     "H200 GPU\nQwen2.5-{size} shape"),
     (("docs/bench/cpu-real-0.5b.md",), "2-core CPU, {threads} threads\nreal Qwen2.5-0.5B"),
 ]
 
@@ -1687,9 +1692,9 @@ def series_speed():
     low = 10 ** math.floor(math.log10(min(speeds)) - 0.3)
     high = 10 ** math.ceil(math.log10(max(speeds + ceilings)) + 0.3)
     widths = [len(panel["bars"]) + 0.4 for panel in panels]
-    fig, axes = plt.subplots(1, len(panels), figsize=(12, 5.0), sharey=True,
+    fig, axes = plt.subplots(1, len(panels), figsize=(16, 5.0), sharey=True,
                              gridspec_kw={"width_ratios": widths})
-    fig.subplots_adjust(left=0.065, right=0.995, top=0.74, bottom=0.17, wspace=0.06)
+    fig.subplots_adjust(left=0.05, right=0.995, top=0.74, bottom=0.17, wspace=0.05)
     fig.text(0.01, 0.965, "Generated tokens per second of every step, after a 512-token prompt "
              "(the tables of docs/bench/)", fontsize=12, fontweight="bold", va="center")
     kinds = {"no KV cache": LIGHT_BLUE, "KV cache": BLUE, "transformers": ORANGE}
@@ -1706,7 +1711,7 @@ def series_speed():
             if bar["speed"]:
                 ax.bar(index, bar["speed"] - low, width=0.72, color=face, bottom=low)
                 ax.text(index, bar["speed"] * 1.15, bar["as_written"], ha="center",
-                        va="bottom", fontsize=7.5,  # white behind it: a llama.cpp line may cross
+                        va="bottom", fontsize=6.5,  # white behind it: a llama.cpp line may cross
                         bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6})
             else:
                 ax.text(index, low * 1.5, "not\nmeasured", ha="center", va="bottom",
@@ -1759,9 +1764,7 @@ def series_speed():
 
 # ---- series_staircase ----
 
-STAIRCASE_SOURCES = SPEED_SOURCES[0][0] + (  # oldest first: a later file's row replaces
-    "docs/bench/step11-2026-12-02/record-series-512.md",    # step 11's record (call 3)
-    "docs/bench/step12-2026-12-02/series-512-q4_k_m.md")    # step11, step12, llama.cpp, one call
+STAIRCASE_SOURCES = SPEED_SOURCES[0][0]  # oldest first: a later file's row replaces
 
 
 def table_notes(path):
