@@ -16,7 +16,7 @@ struct TypeEntry {
 
 // Ids 4-5 (the old Q4_2/Q4_3), 31-33 and 36-38 (repacked Q4_0/IQ4_NL layouts, now chosen by
 // the CPU backend at load time) are retired: no current file may use them.
-const TypeEntry kTypes[] = {
+constexpr TypeEntry kTypes[] = {
     // {id, {name, block size, bytes per block, can_dequantize}}
     {0, {"F32", 1, 4, true}},
     {1, {"F16", 1, 2, true}},
@@ -62,12 +62,35 @@ const TypeEntry kTypes[] = {
     {42, {"Q2_0", 64, 18, false}},
 };
 
+constexpr const GgmlTypeInfo* find_type(uint32_t type_id) {
+    for (const TypeEntry& entry : kTypes)
+        if (entry.id == type_id) return &entry.info;
+    return nullptr;
+}
+
+// Each block layout of ggml_types.h is a type of this table with its block size and bytes.
+constexpr bool layouts_match_table() {
+    for (const block_layout::Sizes& layout : block_layout::kAll) {
+        const GgmlTypeInfo* type = find_type(uint32_t(layout.type));
+        if (!type || int(type->block_size) != layout.weights ||
+            int(type->block_bytes) != layout.bytes)
+            return false;
+    }
+    return true;
+}
+static_assert(layouts_match_table(), "a block_layout's kWeights or kBytes is not the table's");
+
 }  // namespace
 
 const GgmlTypeInfo& ggml_type_info(uint32_t type_id) {
-    for (const TypeEntry& entry : kTypes)
-        if (entry.id == type_id) return entry.info;
+    if (const GgmlTypeInfo* type = find_type(type_id)) return *type;
     fail("unknown ggml type id %u", type_id);
+}
+
+std::vector<uint32_t> ggml_type_ids() {
+    std::vector<uint32_t> ids;
+    for (const TypeEntry& entry : kTypes) ids.push_back(entry.id);
+    return ids;
 }
 
 uint64_t ggml_row_bytes(uint32_t type_id, uint64_t n) {
