@@ -191,6 +191,11 @@ struct GgmlTypeInfo {
     uint32_t block_size;   // elements per block (1 for plain F32/F16/BF16/integers)
     uint32_t block_bytes;  // bytes per block
     bool can_dequantize;   // dequantize.cpp has a routine for it
+    // Step 11: the readers that take the type's blocks as the file stores them.
+    bool cpu_block_dot = false;     // quant_dot.cpp multiplies them with 8-bit activations
+    bool gpu_reads_blocks = false;  // the GPU kernels read them (else the device holds F16)
+    // Step 12: a prompt's products with matrices of this type run on the tensor cores.
+    bool tensor_core_gemm = false;
 };
 
 // Fails with "unknown ggml type id 31" for retired or unassigned ids.
@@ -198,6 +203,9 @@ const GgmlTypeInfo& ggml_type_info(uint32_t type_id);
 
 // Every id of the table, in increasing order: what the checks walk.
 std::vector<uint32_t> ggml_type_ids();
+
+// Whether the type stores blocks of several weights (Q8_0, Q4_K, ...), not one value each.
+bool is_block_type(uint32_t type_id);
 
 // Bytes taken by a row of `n` elements; fails unless n is a multiple of the block size.
 uint64_t ggml_row_bytes(uint32_t type_id, uint64_t n);
