@@ -60,7 +60,7 @@ static const TinyModel& tiny_model() {
 static WeightMatrix rounded_to_half(const WeightMatrix& m,
                                     std::vector<std::vector<uint16_t>>& storage,
                                     bool keep_blocks = true) {
-    if (keep_blocks && gpu_reads_blocks_of(m.type)) return m;
+    if (keep_blocks && ggml_type_info(m.type).gpu_reads_blocks) return m;
     const bool bf16 = m.type == uint32_t(GgmlType::BF16);
     const uint64_t row_bytes = ggml_row_bytes(m.type, uint64_t(m.cols));
     std::vector<float> row(m.cols);
