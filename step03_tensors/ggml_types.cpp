@@ -16,26 +16,27 @@ struct TypeEntry {
 
 // Ids 4-5 (the old Q4_2/Q4_3), 31-33 and 36-38 (repacked Q4_0/IQ4_NL layouts, now chosen by
 // the CPU backend at load time) are retired: no current file may use them.
-const TypeEntry kTypes[] = {
+constexpr TypeEntry kTypes[] = {
     // {id, {name, block size, bytes per block, can_dequantize}}
     {0, {"F32", 1, 4, true}},
     {1, {"F16", 1, 2, true}},
     {2, {"Q4_0", 32, 18, true}},  // f16 d, 16 bytes of 4-bit q
     {3, {"Q4_1", 32, 20, true}},  // f16 d, f16 m, 16 bytes of 4-bit q
-    {6, {"Q5_0", 32, 22, true}},  // f16 d, 4 bytes of 5th bits, 16 bytes of 4-bit q
+    // f16 d, 4 bytes of 5th bits, 16 bytes of 4-bit q
+    {6, {"Q5_0", 32, 22, true}},
     {7, {"Q5_1", 32, 24, true}},  // f16 d, f16 m, 4 bytes of 5th bits, 16 bytes of 4-bit q
     {8, {"Q8_0", 32, 34, true}},  // f16 d, 32 int8
     // Q8_1 is f16 d, f16 s (= d * sum of q), 32 int8 = 36 bytes, as ggml's C struct says.
     // gguf-py's GGML_QUANT_SIZES still lists 40, from an older layout with f32 d and s.
     {9, {"Q8_1", 32, 36, false}},
     {10, {"Q2_K", 256, 84, true}},  // 16 scale/min bytes, 64 bytes of 2-bit q, f16 d, f16 dmin
-    {11,
-     {"Q3_K", 256, 110, true}},  // 32 bytes high bits, 64 bytes of 2-bit q, 12 scale bytes, f16 d
-    {12, {"Q4_K", 256, 144, true}},  // f16 d, f16 dmin, 12 scale bytes, 128 bytes of 4-bit q
+    // 32 bytes high bits, 64 bytes of 2-bit q, 12 scale bytes, f16 d
+    {11, {"Q3_K", 256, 110, true}},
+    // f16 d, f16 dmin, 12 scale bytes, 128 bytes of 4-bit q
+    {12, {"Q4_K", 256, 144, true}},
     {13, {"Q5_K", 256, 176, true}},  // as Q4_K plus 32 bytes of 5th bits
-    {14,
-     {"Q6_K", 256, 210,
-      true}},  // 128 bytes low 4 bits, 64 bytes high 2 bits, 16 int8 scales, f16 d
+    // 128 bytes low 4 bits, 64 bytes high 2 bits, 16 int8 scales, f16 d
+    {14, {"Q6_K", 256, 210, true}},
     {15, {"Q8_K", 256, 292, false}},  // f32 d, 256 int8, 16 int16 sums: a dot-product intermediate
     {16, {"IQ2_XXS", 256, 66, false}},
     {17, {"IQ2_XS", 256, 74, false}},
@@ -62,12 +63,35 @@ const TypeEntry kTypes[] = {
     {42, {"Q2_0", 64, 18, false}},
 };
 
+constexpr const GgmlTypeInfo* find_type(uint32_t type_id) {
+    for (const TypeEntry& entry : kTypes)
+        if (entry.id == type_id) return &entry.info;
+    return nullptr;
+}
+
+// Each block layout of ggml_types.h is a type of this table with its block size and bytes.
+constexpr bool layouts_match_table() {
+    for (const block_layout::Sizes& layout : block_layout::kAll) {
+        const GgmlTypeInfo* type = find_type(uint32_t(layout.type));
+        if (!type || int(type->block_size) != layout.weights ||
+            int(type->block_bytes) != layout.bytes)
+            return false;
+    }
+    return true;
+}
+static_assert(layouts_match_table(), "a block_layout's kWeights or kBytes is not the table's");
+
 }  // namespace
 
 const GgmlTypeInfo& ggml_type_info(uint32_t type_id) {
-    for (const TypeEntry& entry : kTypes)
-        if (entry.id == type_id) return entry.info;
+    if (const GgmlTypeInfo* type = find_type(type_id)) return *type;
     fail("unknown ggml type id %u", type_id);
+}
+
+std::vector<uint32_t> ggml_type_ids() {
+    std::vector<uint32_t> ids;
+    for (const TypeEntry& entry : kTypes) ids.push_back(entry.id);
+    return ids;
 }
 
 uint64_t ggml_row_bytes(uint32_t type_id, uint64_t n) {

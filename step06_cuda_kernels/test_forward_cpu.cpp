@@ -5,11 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,110 +15,21 @@
 #include "generate.h"
 #include "ggml_types.h"
 #include "gguf_tensors.h"
-#include "half.h"
 #include "model_config.h"
+#include "test_forward_fixtures.h"
+#include "test_tiny_model.h"
+#include "test_tolerance.h"
 #include "tokenizer.h"
 #include "weights.h"
 
-static const char* kTinyModel = "models/tiny-qwen2.gguf";
-static const char* kFixtures = "tests/fixtures/forward/";
-
-// Logits agree when |ours - reference| <= kAbsTolerance + kRelTolerance * |reference|.
-static const double kAbsTolerance = 1e-4;
-static const double kRelTolerance = 1e-4;
-
-struct TinyModel {
-    GgufFile file;
-    ModelConfig config;
-    Weights weights;
-};
-
-// Opened once and shared by the checks below (the weights point into its mapping).
-static const TinyModel& tiny_model() {
-    static const TinyModel model = [] {
-        TinyModel m;
-        m.file = open_gguf(kTinyModel);
-        m.config = read_model_config(m.file.metadata);
-        m.weights = load_weights(m.file, m.config);
-        return m;
-    }();
-    return model;
-}
-
-static std::string read_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-static std::vector<int32_t> read_ids(const std::string& path) {
-    std::istringstream in(read_text(path));
-    std::vector<int32_t> ids;
-    int32_t id;
-    while (in >> id) ids.push_back(id);
-    return ids;
-}
-
-// Little-endian float32 values, assembled byte by byte.
-static std::vector<float> read_f32(const std::string& path) {
-    std::string bytes = read_text(path);
-    REQUIRE(bytes.size() % 4 == 0);
-    std::vector<float> values(bytes.size() / 4);
-    for (size_t i = 0; i < values.size(); i++) {
-        uint32_t bits = 0;
-        for (int b = 0; b < 4; b++) bits |= uint32_t(uint8_t(bytes[4 * i + b])) << (8 * b);
-        values[i] = f32_from_bits(bits);
-    }
-    return values;
-}
-
-struct FixtureCase {
-    std::string name;
-    int n_tokens = 0;
-    int n_vocab = 0;
-};
-
-static std::vector<FixtureCase> fixture_cases() {
-    std::istringstream in(read_text(std::string(kFixtures) + "cases.txt"));
-    std::vector<FixtureCase> cases;
-    FixtureCase c;
-    while (in >> c.name >> c.n_tokens >> c.n_vocab) cases.push_back(c);
-    return cases;
-}
-
-// Counts the logits outside the tolerance and describes the first few and the worst one.
-static int count_mismatches(const std::vector<float>& ours, const std::vector<float>& reference,
-                            int n_vocab, std::string& report) {
-    int mismatches = 0;
-    double worst_excess = 0.0;
-    size_t worst = 0;
-    for (size_t i = 0; i < reference.size(); i++) {
-        double allowed = kAbsTolerance + kRelTolerance * std::fabs(reference[i]);
-        double excess = std::fabs(double(ours[i]) - reference[i]) - allowed;
-        if (!(excess <= 0.0)) {  // written so that NaN counts as a mismatch
-            if (mismatches < 5)
-                report += strprintf("  position %zu, token %zu: ours %.6f, transformers %.6f\n",
-                                    i / n_vocab, i % n_vocab, ours[i], reference[i]);
-            if (mismatches == 0 || excess > worst_excess) {
-                worst_excess = excess;
-                worst = i;
-            }
-            mismatches++;
-        }
-    }
-    if (mismatches > 0)
-        report += strprintf("  worst: position %zu, token %zu: ours %.6f, transformers %.6f\n",
-                            worst / n_vocab, worst % n_vocab, ours[worst], reference[worst]);
-    return mismatches;
-}
+// Logits agree when |ours - reference| <= 1e-4 + 1e-4 * |reference|.
+static const Tolerance kAgainstTransformers = {1e-4, 1e-4};
 
 TEST_CASE("the fixtures cover 1 to ~50 tokens") {
-    std::vector<FixtureCase> cases = fixture_cases();
+    std::vector<ForwardFixture> cases = forward_fixtures();
     REQUIRE(cases.size() >= 4);
     int shortest = cases[0].n_tokens, longest = cases[0].n_tokens;
-    for (const FixtureCase& c : cases) {
+    for (const ForwardFixture& c : cases) {
         shortest = std::min(shortest, c.n_tokens);
         longest = std::max(longest, c.n_tokens);
     }
@@ -131,34 +38,28 @@ TEST_CASE("the fixtures cover 1 to ~50 tokens") {
 }
 
 TEST_CASE("logits at every position equal transformers on the tiny model") {
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     RunState state;
-    for (const FixtureCase& c : fixture_cases()) {
+    for (const ForwardFixture& c : forward_fixtures()) {
         CAPTURE(c.name);
-        std::vector<int32_t> ids = read_ids(kFixtures + c.name + ".ids.txt");
-        std::vector<float> reference = read_f32(kFixtures + c.name + ".logits.f32");
+        std::vector<int32_t> ids = read_fixture_ids(kForwardFixtures + c.name + ".ids.txt");
+        std::vector<float> reference = read_fixture_f32(kForwardFixtures + c.name + ".logits.f32");
         REQUIRE(int(ids.size()) == c.n_tokens);
         REQUIRE(c.n_vocab == model.weights.n_vocab);
         REQUIRE(reference.size() == size_t(c.n_tokens) * c.n_vocab);
 
         forward(model.config, model.weights, ids, state, LogitRows::All);
-        REQUIRE(state.logits.size() == reference.size());
-        std::string report;
-        int mismatches = count_mismatches(state.logits, reference, c.n_vocab, report);
-        INFO(mismatches << " of " << reference.size() << " logits differ by more than "
-                        << kAbsTolerance << " + " << kRelTolerance << " * |reference|:\n"
-                        << report);
-        CHECK(mismatches == 0);
+        check_close(state.logits, reference, kAgainstTransformers, c.n_vocab);  // (position, token)
     }
 }
 
 TEST_CASE("greedy continuations equal transformers' 16 tokens") {
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     RunState state;
-    for (const FixtureCase& c : fixture_cases()) {
+    for (const ForwardFixture& c : forward_fixtures()) {
         CAPTURE(c.name);
-        std::vector<int32_t> prompt = read_ids(kFixtures + c.name + ".ids.txt");
-        std::vector<int32_t> expected = read_ids(kFixtures + c.name + ".greedy.txt");
+        std::vector<int32_t> prompt = read_fixture_ids(kForwardFixtures + c.name + ".ids.txt");
+        std::vector<int32_t> expected = read_fixture_ids(kForwardFixtures + c.name + ".greedy.txt");
         REQUIRE(expected.size() == 16);
         std::vector<int32_t> generated;
         GenerationStats stats =
@@ -175,7 +76,7 @@ TEST_CASE("greedy continuations equal transformers' 16 tokens") {
 }
 
 TEST_CASE("the last position's logits do not depend on asking for all of them") {
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     std::vector<int32_t> ids = {785, 3001, 12, 2999, 0};
     RunState all, last;
     forward(model.config, model.weights, ids, all, LogitRows::All);
@@ -187,7 +88,7 @@ TEST_CASE("the last position's logits do not depend on asking for all of them") 
 }
 
 TEST_CASE("the tiny model's LM head is tied to the embedding and loading reports progress") {
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     CHECK(model.weights.tied_output);
     CHECK(model.weights.output.data == model.weights.token_embd.data);
     CHECK(model.weights.n_vocab == 3005);
@@ -206,7 +107,7 @@ TEST_CASE("the tiny model's LM head is tied to the embedding and loading reports
 }
 
 TEST_CASE("generation stops at the context limit and when the callback says so") {
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     RunState state;
     std::vector<int32_t> prompt = {785, 2347, 13};
     int calls = 0;
@@ -231,7 +132,7 @@ TEST_CASE("generation stops at the context limit and when the callback says so")
 }
 
 TEST_CASE("a bad prompt fails with one clear line") {
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     RunState state;
     auto keep_going = [](int32_t) { return true; };
     CHECK_THROWS_WITH_AS(generate_greedy(model.config, model.weights, {}, 4, 64, state, keep_going),
@@ -329,12 +230,12 @@ TEST_CASE("a model with IQ4_NL matrices loads") {
 // is render_chatml's output, and step04's tokenizer turns every prompt into transformers' ids.
 TEST_CASE("the fixtures' prompts are what step05's command line feeds the model") {
     Tokenizer tokenizer(read_vocabulary(tiny_model().file.metadata));
-    for (const FixtureCase& c : fixture_cases()) {
+    for (const ForwardFixture& c : forward_fixtures()) {
         CAPTURE(c.name);
-        std::string text = read_text(kFixtures + c.name + ".prompt.txt");
-        CHECK(tokenizer.encode(text) == read_ids(kFixtures + c.name + ".ids.txt"));
+        std::string text = read_fixture_text(kForwardFixtures + c.name + ".prompt.txt");
+        CHECK(tokenizer.encode(text) == read_fixture_ids(kForwardFixtures + c.name + ".ids.txt"));
     }
     std::string chat = render_chatml(
         {{"system", kDefaultSystemPrompt}, {"user", "What is the capital of France?"}}, true);
-    CHECK(chat == read_text(std::string(kFixtures) + "chat.prompt.txt"));
+    CHECK(chat == read_fixture_text(std::string(kForwardFixtures) + "chat.prompt.txt"));
 }

@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "generate.h"
 #include "gguf_tensors.h"
 #include "model_config.h"
+#include "test_forward_fixtures.h"
 #include "test_skip.h"
 #include "weights.h"
 
@@ -30,20 +30,11 @@ static const double kRealAbsTolerance = 2e-4;
 static const double kRealRelTolerance = 1e-5;
 
 static std::string read_real_fixture(const std::string& name) {
-    std::string path = kRealFixtures + name;
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
+    return read_fixture_text(kRealFixtures + name);
 }
 
 static std::vector<int32_t> read_real_ids(const std::string& name) {
-    std::istringstream in(read_real_fixture(name));
-    std::vector<int32_t> ids;
-    int32_t id;
-    while (in >> id) ids.push_back(id);
-    return ids;
+    return read_fixture_ids(kRealFixtures + name);
 }
 
 // The prompt names of cases.txt (its "#" line records the model's sha256).

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "error.h"
 #include "ggml_types.h"
@@ -60,16 +61,33 @@ TEST_CASE("the enum names the ids of the table") {
 
 TEST_CASE("exactly the fourteen storage types this step implements can be dequantized") {
     std::string supported;
-    for (uint32_t id = 0; id < 64; id++) {
-        try {
-            const GgmlTypeInfo& type = ggml_type_info(id);
-            if (type.can_dequantize) supported += std::string(type.name) + " ";
-        } catch (const Error&) {
-            // not a type id
-        }
+    for (uint32_t id : ggml_type_ids()) {
+        const GgmlTypeInfo& type = ggml_type_info(id);
+        if (type.can_dequantize) supported += std::string(type.name) + " ";
     }
     // In id order: F32 0, F16 1, Q4_0 2 ... Q6_K 14, IQ4_NL 20, BF16 30.
     CHECK(supported == "F32 F16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL BF16 ");
+}
+
+TEST_CASE("ggml_type_ids lists the table's ids once each, in increasing order") {
+    const std::vector<uint32_t> ids = ggml_type_ids();
+    CHECK(ids.size() == 35);  // gguf-py 0.19's 34, with Q8_1, plus the three newer ids
+    for (size_t i = 1; i < ids.size(); i++) CHECK(ids[i - 1] < ids[i]);
+    for (uint32_t id : ids) CHECK_NOTHROW(ggml_type_info(id));
+}
+
+TEST_CASE("every block type that can be dequantized has a block layout of the table's sizes") {
+    for (uint32_t id : ggml_type_ids()) {
+        const GgmlTypeInfo& type = ggml_type_info(id);
+        CAPTURE(type.name);
+        const block_layout::Sizes* layout = nullptr;
+        for (const block_layout::Sizes& sizes : block_layout::kAll)
+            if (uint32_t(sizes.type) == id) layout = &sizes;
+        CHECK((layout != nullptr) == (type.can_dequantize && type.block_size > 1));
+        if (!layout) continue;
+        CHECK(uint32_t(layout->weights) == type.block_size);
+        CHECK(uint32_t(layout->bytes) == type.block_bytes);
+    }
 }
 
 TEST_CASE("row bytes are whole blocks") {

@@ -1,8 +1,9 @@
 // dequantize.cpp - every supported ggml storage type, turned back into float32.
 //
 // Each routine walks the blocks one at a time and reads the fields at the byte offsets of
-// ggml's C struct for that block (the table at the top of each function). All multi-byte
-// fields are little-endian; scales marked f16 are IEEE half floats (common/half.h).
+// ggml's C struct for that block: block_layout (ggml_types.h) holds them, the table at the top
+// of each function draws them. All multi-byte fields are little-endian; scales marked f16 are
+// IEEE half floats (common/half.h).
 //
 // The arithmetic is the reference's: (d * scale) * q, then - dmin * min or + m. Every product
 // fits in float32's 24-bit mantissa, so only the last add rounds and the results match
@@ -59,12 +60,12 @@ void dequantize_q4_0(const void* src, float* dst, int64_t n) {
     //   d       f16    2 bytes  offset 0
     //   qs[16]  u8    16 bytes  offset 2   element j: low nibble of qs[j]; element j+16: high
     // value = d * (q - 8)
-    constexpr int kElements = 32, kBytes = 18;
-    constexpr int kOffsetD = 0, kOffsetQs = 2;
+    using Block = block_layout::Q4_0;
     const uint8_t* block = static_cast<const uint8_t*>(src);
-    for (int64_t b = 0; b < n / kElements; b++, block += kBytes, dst += kElements) {
-        float d = load_f16(block + kOffsetD);
-        const uint8_t* qs = block + kOffsetQs;
+    for (int64_t b = 0; b < n / Block::kWeights;
+         b++, block += Block::kBytes, dst += Block::kWeights) {
+        float d = load_f16(block + Block::kOffsetD);
+        const uint8_t* qs = block + Block::kOffsetQs;
         for (int j = 0; j < 16; j++) {
             dst[j] = d * float((qs[j] & 0x0F) - 8);
             dst[j + 16] = d * float((qs[j] >> 4) - 8);
@@ -78,13 +79,13 @@ void dequantize_q4_1(const void* src, float* dst, int64_t n) {
     //   m       f16    2 bytes  offset 2   the block's minimum
     //   qs[16]  u8    16 bytes  offset 4   element j: low nibble of qs[j]; element j+16: high
     // value = d * q + m
-    constexpr int kElements = 32, kBytes = 20;
-    constexpr int kOffsetD = 0, kOffsetM = 2, kOffsetQs = 4;
+    using Block = block_layout::Q4_1;
     const uint8_t* block = static_cast<const uint8_t*>(src);
-    for (int64_t b = 0; b < n / kElements; b++, block += kBytes, dst += kElements) {
-        float d = load_f16(block + kOffsetD);
-        float m = load_f16(block + kOffsetM);
-        const uint8_t* qs = block + kOffsetQs;
+    for (int64_t b = 0; b < n / Block::kWeights;
+         b++, block += Block::kBytes, dst += Block::kWeights) {
+        float d = load_f16(block + Block::kOffsetD);
+        float m = load_f16(block + Block::kOffsetM);
+        const uint8_t* qs = block + Block::kOffsetQs;
         for (int j = 0; j < 16; j++) {
             dst[j] = d * float(qs[j] & 0x0F) + m;
             dst[j + 16] = d * float(qs[j] >> 4) + m;
@@ -98,13 +99,13 @@ void dequantize_q5_0(const void* src, float* dst, int64_t n) {
     //   qh      u32    4 bytes  offset 2   bit j = 5th (high) bit of element j
     //   qs[16]  u8    16 bytes  offset 6   low 4 bits: element j low nibble, j+16 high nibble
     // value = d * (q - 16), q = 5 bits
-    constexpr int kElements = 32, kBytes = 22;
-    constexpr int kOffsetD = 0, kOffsetQh = 2, kOffsetQs = 6;
+    using Block = block_layout::Q5_0;
     const uint8_t* block = static_cast<const uint8_t*>(src);
-    for (int64_t b = 0; b < n / kElements; b++, block += kBytes, dst += kElements) {
-        float d = load_f16(block + kOffsetD);
-        uint32_t qh = load_u32(block + kOffsetQh);
-        const uint8_t* qs = block + kOffsetQs;
+    for (int64_t b = 0; b < n / Block::kWeights;
+         b++, block += Block::kBytes, dst += Block::kWeights) {
+        float d = load_f16(block + Block::kOffsetD);
+        uint32_t qh = load_u32(block + Block::kOffsetQh);
+        const uint8_t* qs = block + Block::kOffsetQs;
         for (int j = 0; j < 16; j++) {
             int low = (qs[j] & 0x0F) | (((qh >> j) & 1) << 4);
             int high = (qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
@@ -121,14 +122,14 @@ void dequantize_q5_1(const void* src, float* dst, int64_t n) {
     //   qh      u32    4 bytes  offset 4   bit j = 5th (high) bit of element j
     //   qs[16]  u8    16 bytes  offset 8   low 4 bits: element j low nibble, j+16 high nibble
     // value = d * q + m, q = 5 bits
-    constexpr int kElements = 32, kBytes = 24;
-    constexpr int kOffsetD = 0, kOffsetM = 2, kOffsetQh = 4, kOffsetQs = 8;
+    using Block = block_layout::Q5_1;
     const uint8_t* block = static_cast<const uint8_t*>(src);
-    for (int64_t b = 0; b < n / kElements; b++, block += kBytes, dst += kElements) {
-        float d = load_f16(block + kOffsetD);
-        float m = load_f16(block + kOffsetM);
-        uint32_t qh = load_u32(block + kOffsetQh);
-        const uint8_t* qs = block + kOffsetQs;
+    for (int64_t b = 0; b < n / Block::kWeights;
+         b++, block += Block::kBytes, dst += Block::kWeights) {
+        float d = load_f16(block + Block::kOffsetD);
+        float m = load_f16(block + Block::kOffsetM);
+        uint32_t qh = load_u32(block + Block::kOffsetQh);
+        const uint8_t* qs = block + Block::kOffsetQs;
         for (int j = 0; j < 16; j++) {
             int low = (qs[j] & 0x0F) | (((qh >> j) & 1) << 4);
             int high = (qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
@@ -144,12 +145,12 @@ void dequantize_q8_0(const void* src, float* dst, int64_t n) {
     //   qs[32]  int8  32 bytes  offset 2
     // value = d * q
     // BEGIN SOLUTION step03 dequantize_q8_0
-    constexpr int kElements = 32, kBytes = 34;
-    constexpr int kOffsetD = 0, kOffsetQs = 2;
+    using Block = block_layout::Q8_0;
     const uint8_t* block = static_cast<const uint8_t*>(src);
-    for (int64_t b = 0; b < n / kElements; b++, block += kBytes, dst += kElements) {
-        float d = load_f16(block + kOffsetD);
-        const int8_t* qs = reinterpret_cast<const int8_t*>(block + kOffsetQs);
+    for (int64_t b = 0; b < n / Block::kWeights;
+         b++, block += Block::kBytes, dst += Block::kWeights) {
+        float d = load_f16(block + Block::kOffsetD);
+        const int8_t* qs = reinterpret_cast<const int8_t*>(block + Block::kOffsetQs);
         for (int j = 0; j < 32; j++) dst[j] = d * float(qs[j]);
     }
     // END SOLUTION
@@ -167,15 +168,15 @@ void dequantize_q2_k(const void* src, float* dst, int64_t n) {
     // Element 128*half + 32*shift + 16*h + l (half 0-1, shift 0-3, h 0-1, l 0-15) is
     // q = (qs[32*half + 16*h + l] >> 2*shift) & 3 in sub-block s = 8*half + 2*shift + h.
     // value = d * scale * q - dmin * min
-    constexpr int kElements = 256, kBytes = 84;
-    constexpr int kOffsetScales = 0, kOffsetQs = 16, kOffsetD = 80, kOffsetDmin = 82;
+    using Block = block_layout::Q2_K;
     const uint8_t* block = static_cast<const uint8_t*>(src);
-    for (int64_t b = 0; b < n / kElements; b++, block += kBytes, dst += kElements) {
-        const uint8_t* scales = block + kOffsetScales;
-        float d = load_f16(block + kOffsetD);
-        float dmin = load_f16(block + kOffsetDmin);
+    for (int64_t b = 0; b < n / Block::kWeights;
+         b++, block += Block::kBytes, dst += Block::kWeights) {
+        const uint8_t* scales = block + Block::kOffsetScales;
+        float d = load_f16(block + Block::kOffsetD);
+        float dmin = load_f16(block + Block::kOffsetDmin);
         for (int half = 0; half < 2; half++) {
-            const uint8_t* qs = block + kOffsetQs + 32 * half;
+            const uint8_t* qs = block + Block::kOffsetQs + 32 * half;
             float* y = dst + 128 * half;  // (128,)
             for (int shift = 0; shift < 4; shift++) {
                 for (int h = 0; h < 2; h++) {
@@ -204,15 +205,15 @@ void dequantize_q3_k(const void* src, float* dst, int64_t n) {
     //   d           f16    2 bytes  offset 108
     // q = low 2 bits - 4 when its hmask bit is CLEAR (so q is in -4..3).
     // value = d * (scale - 32) * q
-    constexpr int kElements = 256, kBytes = 110;
-    constexpr int kOffsetHmask = 0, kOffsetQs = 32, kOffsetScales = 96, kOffsetD = 108;
+    using Block = block_layout::Q3_K;
     const uint8_t* block = static_cast<const uint8_t*>(src);
-    for (int64_t b = 0; b < n / kElements; b++, block += kBytes, dst += kElements) {
-        const uint8_t* hmask = block + kOffsetHmask;
-        const uint8_t* packed = block + kOffsetScales;
-        float d = load_f16(block + kOffsetD);
+    for (int64_t b = 0; b < n / Block::kWeights;
+         b++, block += Block::kBytes, dst += Block::kWeights) {
+        const uint8_t* hmask = block + Block::kOffsetHmask;
+        const uint8_t* packed = block + Block::kOffsetScales;
+        float d = load_f16(block + Block::kOffsetD);
         for (int half = 0; half < 2; half++) {
-            const uint8_t* qs = block + kOffsetQs + 32 * half;
+            const uint8_t* qs = block + Block::kOffsetQs + 32 * half;
             float* y = dst + 128 * half;  // (128,)
             for (int shift = 0; shift < 4; shift++) {
                 int hmask_bit = 4 * half + shift;
@@ -244,18 +245,18 @@ void dequantize_q4_k(const void* src, float* dst, int64_t n) {
     // elements 64c + 32 + l are the high nibbles, sub-block 2c + 1.
     // value = d * scale * q - dmin * min
     // BEGIN SOLUTION step03 dequantize_q4_k
-    constexpr int kElements = 256, kBytes = 144;
-    constexpr int kOffsetD = 0, kOffsetDmin = 2, kOffsetScales = 4, kOffsetQs = 16;
+    using Block = block_layout::Q4_K;
     const uint8_t* block = static_cast<const uint8_t*>(src);
-    for (int64_t b = 0; b < n / kElements; b++, block += kBytes, dst += kElements) {
-        float d = load_f16(block + kOffsetD);
-        float dmin = load_f16(block + kOffsetDmin);
+    for (int64_t b = 0; b < n / Block::kWeights;
+         b++, block += Block::kBytes, dst += Block::kWeights) {
+        float d = load_f16(block + Block::kOffsetD);
+        float dmin = load_f16(block + Block::kOffsetDmin);
         for (int c = 0; c < 4; c++) {
-            const uint8_t* qs = block + kOffsetQs + 32 * c;
+            const uint8_t* qs = block + Block::kOffsetQs + 32 * c;
             float* y = dst + 64 * c;  // (64,)
             int scale_low, min_low, scale_high, min_high;
-            unpack_k_scale_min(block + kOffsetScales, 2 * c, &scale_low, &min_low);
-            unpack_k_scale_min(block + kOffsetScales, 2 * c + 1, &scale_high, &min_high);
+            unpack_k_scale_min(block + Block::kOffsetScales, 2 * c, &scale_low, &min_low);
+            unpack_k_scale_min(block + Block::kOffsetScales, 2 * c + 1, &scale_high, &min_high);
             float d_low = d * float(scale_low), m_low = dmin * float(min_low);
             float d_high = d * float(scale_high), m_high = dmin * float(min_high);
             for (int l = 0; l < 32; l++) {
@@ -275,19 +276,19 @@ void dequantize_q5_k(const void* src, float* dst, int64_t n) {
     //   qh[32]      u8     32 bytes  offset 16   5th bits: bit k of qh[l] is element 32k + l
     //   qs[128]     u8    128 bytes  offset 48   low 4 bits, laid out as in Q4_K
     // value = d * scale * q - dmin * min, q = 5 bits
-    constexpr int kElements = 256, kBytes = 176;
-    constexpr int kOffsetD = 0, kOffsetDmin = 2, kOffsetScales = 4, kOffsetQh = 16, kOffsetQs = 48;
+    using Block = block_layout::Q5_K;
     const uint8_t* block = static_cast<const uint8_t*>(src);
-    for (int64_t b = 0; b < n / kElements; b++, block += kBytes, dst += kElements) {
-        float d = load_f16(block + kOffsetD);
-        float dmin = load_f16(block + kOffsetDmin);
-        const uint8_t* qh = block + kOffsetQh;
+    for (int64_t b = 0; b < n / Block::kWeights;
+         b++, block += Block::kBytes, dst += Block::kWeights) {
+        float d = load_f16(block + Block::kOffsetD);
+        float dmin = load_f16(block + Block::kOffsetDmin);
+        const uint8_t* qh = block + Block::kOffsetQh;
         for (int c = 0; c < 4; c++) {
-            const uint8_t* qs = block + kOffsetQs + 32 * c;
+            const uint8_t* qs = block + Block::kOffsetQs + 32 * c;
             float* y = dst + 64 * c;  // (64,)
             int scale_low, min_low, scale_high, min_high;
-            unpack_k_scale_min(block + kOffsetScales, 2 * c, &scale_low, &min_low);
-            unpack_k_scale_min(block + kOffsetScales, 2 * c + 1, &scale_high, &min_high);
+            unpack_k_scale_min(block + Block::kOffsetScales, 2 * c, &scale_low, &min_low);
+            unpack_k_scale_min(block + Block::kOffsetScales, 2 * c + 1, &scale_high, &min_high);
             float d_low = d * float(scale_low), m_low = dmin * float(min_low);
             float d_high = d * float(scale_high), m_high = dmin * float(min_high);
             for (int l = 0; l < 32; l++) {
@@ -313,17 +314,17 @@ void dequantize_q6_k(const void* src, float* dst, int64_t n) {
     //   element l + 96 = ql[l+32] high nibble | qh[l] bits 6-7 << 4
     // value = d * scale * (q - 32), scale = scales[element / 16]
     // BEGIN SOLUTION step03 dequantize_q6_k
-    constexpr int kElements = 256, kBytes = 210;
-    constexpr int kOffsetQl = 0, kOffsetQh = 128, kOffsetScales = 192, kOffsetD = 208;
+    using Block = block_layout::Q6_K;
     const uint8_t* block = static_cast<const uint8_t*>(src);
-    for (int64_t b = 0; b < n / kElements; b++, block += kBytes, dst += kElements) {
-        float d = load_f16(block + kOffsetD);
-        const int8_t* scales = reinterpret_cast<const int8_t*>(block + kOffsetScales);
+    for (int64_t b = 0; b < n / Block::kWeights;
+         b++, block += Block::kBytes, dst += Block::kWeights) {
+        float d = load_f16(block + Block::kOffsetD);
+        const int8_t* scales = reinterpret_cast<const int8_t*>(block + Block::kOffsetScales);
         float sub_scale[16];  // (16,) d * scale of each 16-element sub-block
         for (int s = 0; s < 16; s++) sub_scale[s] = d * float(scales[s]);
         for (int half = 0; half < 2; half++) {
-            const uint8_t* ql = block + kOffsetQl + 64 * half;
-            const uint8_t* qh = block + kOffsetQh + 32 * half;
+            const uint8_t* ql = block + Block::kOffsetQl + 64 * half;
+            const uint8_t* qh = block + Block::kOffsetQh + 32 * half;
             float* y = dst + 128 * half;             // (128,)
             const float* ys = sub_scale + 8 * half;  // (8,) scales of this half
             for (int l = 0; l < 32; l++) {
@@ -352,12 +353,12 @@ void dequantize_iq4_nl(const void* src, float* dst, int64_t n) {
     // q - 8 do.
     static constexpr int8_t kValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                            1,    13,   25,  38,  53,  69,  89,  113};
-    constexpr int kElements = 32, kBytes = 18;
-    constexpr int kOffsetD = 0, kOffsetQs = 2;
+    using Block = block_layout::IQ4_NL;
     const uint8_t* block = static_cast<const uint8_t*>(src);
-    for (int64_t b = 0; b < n / kElements; b++, block += kBytes, dst += kElements) {
-        float d = load_f16(block + kOffsetD);
-        const uint8_t* qs = block + kOffsetQs;
+    for (int64_t b = 0; b < n / Block::kWeights;
+         b++, block += Block::kBytes, dst += Block::kWeights) {
+        float d = load_f16(block + Block::kOffsetD);
+        const uint8_t* qs = block + Block::kOffsetQs;
         for (int j = 0; j < 16; j++) {
             dst[j] = d * float(kValues[qs[j] & 0x0F]);
             dst[j + 16] = d * float(kValues[qs[j] >> 4]);

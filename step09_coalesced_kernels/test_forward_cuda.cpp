@@ -24,31 +24,13 @@
 #include "model_config.h"
 #include "test_forward_fixtures.h"
 #include "test_gpu.h"
+#include "test_tiny_model.h"
 #include "weights.h"
-
-static const char* kTinyModel = "models/tiny-qwen2.gguf";
 
 // |ours - reference| <= abs + rel * |reference| on logits of magnitude up to ~15. The CPU path
 // meets transformers within 1e-4 + 1e-4 relative; the GPU adds float sums in other orders.
 static const Tolerance kAgainstTransformers = {1e-3, 0.0};
 static const Tolerance kAgainstCpu = {1e-4, 1e-4};
-
-struct TinyModel {
-    GgufFile file;
-    ModelConfig config;
-    Weights weights;
-};
-
-static const TinyModel& tiny_model() {
-    static const TinyModel model = [] {
-        TinyModel m;
-        m.file = open_gguf(kTinyModel);
-        m.config = read_model_config(m.file.metadata);
-        m.weights = load_weights(m.file, m.config);
-        return m;
-    }();
-    return model;
-}
 
 // A copy of a matrix rounded as upload_weights() rounds it, kept in `storage`.
 static WeightMatrix rounded_to_half(const WeightMatrix& m,
@@ -93,7 +75,7 @@ static const RoundedModel& rounded_tiny_model() {
 template <typename Reference>
 static void check_all_positions(WeightPrecision precision, Tolerance tolerance,
                                 Reference reference) {
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     DeviceWeights weights = upload_weights(model.weights, precision);
     DeviceRunState state;
     for (const ForwardFixture& c : forward_fixtures()) {
@@ -140,7 +122,7 @@ TEST_CASE("GPU logits at every position equal the CPU path's on the same F16 wei
 
 TEST_CASE("greedy continuations on the GPU (F16 weights) equal transformers' 16 tokens") {
     if (!gpu_or_skip()) return;
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     DeviceWeights weights = upload_weights(model.weights);
     DeviceRunState state;
     DeviceKVCache cache = make_device_kv_cache(model.config, int(model.config.context_length));
@@ -170,7 +152,7 @@ TEST_CASE("greedy continuations on the GPU (F16 weights) equal transformers' 16 
 
 TEST_CASE("the GPU's last-position logits do not depend on asking for all of them") {
     if (!gpu_or_skip()) return;
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     DeviceWeights weights = upload_weights(model.weights);
     std::vector<int32_t> ids = {785, 3001, 12, 2999, 0};
     DeviceRunState all, last;
@@ -191,7 +173,7 @@ TEST_CASE("the GPU's last-position logits do not depend on asking for all of the
 
 TEST_CASE("upload keeps BF16 matrices BF16, makes the others F16, and counts the bytes") {
     if (!gpu_or_skip()) return;
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     const ModelConfig& config = model.config;
     DeviceWeights weights = upload_weights(model.weights);
     CHECK(weights.token_embd.type == uint32_t(GgmlType::F16));        // Q6_K in the file
@@ -218,7 +200,7 @@ TEST_CASE("upload keeps BF16 matrices BF16, makes the others F16, and counts the
 
 // The checks come before any CUDA call, so these run without a GPU too.
 TEST_CASE("a bad sequence fails on the GPU path with the CPU path's messages") {
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     DeviceWeights weights;  // empty: never read, the checks fail first
     weights.n_vocab = model.weights.n_vocab;
     DeviceRunState state;

@@ -2,13 +2,11 @@
 // recomputing the whole sequence, however the positions are split into passes.
 #include <doctest/doctest.h>
 
-#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "error.h"
 #include "forward_cpu.h"
 #include "generate.h"
 #include "gguf_tensors.h"
@@ -16,36 +14,13 @@
 #include "model_config.h"
 #include "ops_cpu.h"
 #include "test_tiny_model.h"
+#include "test_tolerance.h"
 #include "weights.h"
 
 namespace {
 
-// Counts the values where |ours - reference| > 1e-4 + 1e-4 |reference| and describes the
-// first few and the worst one (row = position, column = token id).
-int count_mismatches(const std::vector<float>& ours, const std::vector<float>& reference,
-                     int n_columns, std::string& report) {
-    int mismatches = 0;
-    double worst_excess = 0.0;
-    size_t worst = 0;
-    for (size_t i = 0; i < reference.size(); i++) {
-        double excess =
-            std::fabs(double(ours[i]) - reference[i]) - (1e-4 + 1e-4 * std::fabs(reference[i]));
-        if (!(excess <= 0.0)) {
-            if (mismatches < 5)
-                report += strprintf("  position %zu, column %zu: cached %.6f, recomputed %.6f\n",
-                                    i / n_columns, i % n_columns, ours[i], reference[i]);
-            if (mismatches == 0 || excess > worst_excess) {
-                worst_excess = excess;
-                worst = i;
-            }
-            mismatches++;
-        }
-    }
-    if (mismatches > 0)
-        report += strprintf("  worst: position %zu, column %zu: cached %.6f, recomputed %.6f\n",
-                            worst / n_columns, worst % n_columns, ours[worst], reference[worst]);
-    return mismatches;
-}
+// Cached and recomputed logits agree within 1e-4 + 1e-4 |reference|.
+const Tolerance kAgainstRecomputed = {1e-4, 1e-4};
 
 // The logits of every position of `ids`, running the positions in passes of the given sizes
 // (which add up to ids.size()) on one cache.
@@ -97,11 +72,8 @@ TEST_CASE("prefill in one pass, in chunks, and token by token give the same logi
     for (const std::vector<int>& passes :
          {std::vector<int>{5, 7, 11}, std::vector<int>{1, 21, 1}, one_by_one}) {
         CAPTURE(passes.size());
-        std::string report;
-        int mismatches = count_mismatches(logits_in_passes(model, ids, passes), one_pass,
-                                          model.weights.n_vocab, report);
-        INFO(mismatches << " logits differ:\n" << report);
-        CHECK(mismatches == 0);
+        check_close(logits_in_passes(model, ids, passes), one_pass, kAgainstRecomputed,
+                    model.weights.n_vocab);  // (position, token)
     }
 }
 
@@ -125,10 +97,7 @@ TEST_CASE("greedy decoding on the cache sees the logits of recomputing the whole
     const int n_vocab = model.weights.n_vocab;
     recomputed.erase(recomputed.begin(), recomputed.begin() + (prompt.size() - 1) * n_vocab);
     REQUIRE(recomputed.size() == cached.size());
-    std::string report;
-    int mismatches = count_mismatches(cached, recomputed, n_vocab, report);
-    INFO(mismatches << " logits differ:\n" << report);
-    CHECK(mismatches == 0);
+    check_close(cached, recomputed, kAgainstRecomputed, n_vocab);  // (position, token)
 }
 
 TEST_CASE("the cache's size is 2 x layers x positions x kv_dim floats") {

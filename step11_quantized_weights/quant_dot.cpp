@@ -2,9 +2,9 @@
 // choice of kernel, and matmul_q8.
 //
 // The scalar kernel is the reference that defines every kernel's result (quant_dot.h): each
-// function below states its block layout (the byte offsets of ggml's C struct, as in
-// dequantize.cpp), the exact integer sums it takes per activation block, and the float
-// operations that combine them. Every multiply that feeds an add is written as one fused
+// function below states its block layout (ggml's C struct, whose byte offsets it reads from
+// block_layout in ggml_types.h), the exact integer sums it takes per activation block, and the
+// float operations that combine them. Every multiply that feeds an add is written as one fused
 // multiply-add (std::fma here, vfmadd in the SIMD kernels), rounding once. Written as two, the
 // kernels would differ: GCC's default -ffp-contract=fast fuses them where FMA instructions are
 // allowed (the SIMD functions' targets) and cannot where they are not (this file, built for
@@ -96,14 +96,14 @@ void add_to_lane(float* lanes, int b, float scale, float value) {
 // Block b:  isum = sum_i qs[i] * x[b].q[i];  lane b % 8 = fma(d * x[b].d, float(isum), lane).
 float block_dot_q8_0_scalar(const uint8_t* w_row, const BlockQ8* x, int n_blocks) {
     // BEGIN SOLUTION step11 block_dot_q8_0_scalar
-    constexpr int kBytes = 34, kOffsetD = 0, kOffsetQs = 2;
+    using Block = block_layout::Q8_0;
     float lanes[kDotLanes] = {};
     for (int b = 0; b < n_blocks; b++) {
-        const uint8_t* block = w_row + int64_t(b) * kBytes;
-        const int8_t* qs = reinterpret_cast<const int8_t*>(block + kOffsetQs);
+        const uint8_t* block = w_row + int64_t(b) * Block::kBytes;
+        const int8_t* qs = reinterpret_cast<const int8_t*>(block + Block::kOffsetQs);
         int32_t isum = 0;
         for (int i = 0; i < 32; i++) isum += qs[i] * x[b].q[i];
-        add_to_lane(lanes, b, load_f16(block + kOffsetD) * x[b].d, float(isum));
+        add_to_lane(lanes, b, load_f16(block + Block::kOffsetD) * x[b].d, float(isum));
     }
     return sum_dot_lanes(lanes);
     // END SOLUTION
@@ -114,19 +114,19 @@ float block_dot_q8_0_scalar(const uint8_t* w_row, const BlockQ8* x, int n_blocks
 // Block b:  isum = sum_j (q[j] - 16) * x[b].q[j];  lane b % 8 = fma(d * x[b].d, float(isum), lane).
 float block_dot_q5_0_scalar(const uint8_t* w_row, const BlockQ8* x, int n_blocks) {
     // BEGIN SOLUTION step11 block_dot_q5_0_scalar
-    constexpr int kBytes = 22, kOffsetD = 0, kOffsetQh = 2, kOffsetQs = 6;
+    using Block = block_layout::Q5_0;
     float lanes[kDotLanes] = {};
     for (int b = 0; b < n_blocks; b++) {
-        const uint8_t* block = w_row + int64_t(b) * kBytes;
-        uint32_t qh = load_u32(block + kOffsetQh);
-        const uint8_t* qs = block + kOffsetQs;
+        const uint8_t* block = w_row + int64_t(b) * Block::kBytes;
+        uint32_t qh = load_u32(block + Block::kOffsetQh);
+        const uint8_t* qs = block + Block::kOffsetQs;
         int32_t isum = 0;
         for (int j = 0; j < 16; j++) {
             int low = (qs[j] & 0x0F) | (((qh >> j) & 1) << 4);
             int high = (qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
             isum += (low - 16) * x[b].q[j] + (high - 16) * x[b].q[j + 16];
         }
-        add_to_lane(lanes, b, load_f16(block + kOffsetD) * x[b].d, float(isum));
+        add_to_lane(lanes, b, load_f16(block + Block::kOffsetD) * x[b].d, float(isum));
     }
     return sum_dot_lanes(lanes);
     // END SOLUTION
@@ -140,20 +140,20 @@ float block_dot_q5_0_scalar(const uint8_t* w_row, const BlockQ8* x, int n_blocks
 //   y = fma(d, float(A), -(dmin * float(B)));  lane b % 8 = fma(x[b].d, y, lane).
 float block_dot_q4_k_scalar(const uint8_t* w_row, const BlockQ8* x, int n_blocks) {
     // BEGIN SOLUTION step11 block_dot_q4_k_scalar
-    constexpr int kBytes = 144, kOffsetD = 0, kOffsetDmin = 2, kOffsetScales = 4, kOffsetQs = 16;
+    using Block = block_layout::Q4_K;
     float lanes[kDotLanes] = {};
     for (int s = 0; s < n_blocks / 8; s++) {
-        const uint8_t* block = w_row + int64_t(s) * kBytes;
-        float d = load_f16(block + kOffsetD);
-        float dmin = load_f16(block + kOffsetDmin);
+        const uint8_t* block = w_row + int64_t(s) * Block::kBytes;
+        float d = load_f16(block + Block::kOffsetD);
+        float dmin = load_f16(block + Block::kOffsetDmin);
         for (int j = 0; j < 8; j++) {
             const BlockQ8& xb = x[8 * s + j];
-            const uint8_t* qs = block + kOffsetQs + 32 * (j / 2);
+            const uint8_t* qs = block + Block::kOffsetQs + 32 * (j / 2);
             int shift = 4 * (j % 2);  // the even sub-blocks are the low nibbles
             int32_t qx = 0;
             for (int i = 0; i < 32; i++) qx += ((qs[i] >> shift) & 0x0F) * xb.q[i];
             int scale, min;
-            unpack_k_scale_min(block + kOffsetScales, j, &scale, &min);
+            unpack_k_scale_min(block + Block::kOffsetScales, j, &scale, &min);
             float y = std::fma(d, float(scale * qx), -(dmin * float(min * xb.sum)));
             add_to_lane(lanes, 8 * s + j, xb.d, y);
         }
@@ -171,17 +171,17 @@ float block_dot_q4_k_scalar(const uint8_t* w_row, const BlockQ8* x, int n_blocks
 //   lane b % 8 = fma(d * x[b].d, float(I), lane)          (|I| < 2^24: float(I) is exact)
 float block_dot_q6_k_scalar(const uint8_t* w_row, const BlockQ8* x, int n_blocks) {
     // BEGIN SOLUTION step11 block_dot_q6_k_scalar
-    constexpr int kBytes = 210, kOffsetQl = 0, kOffsetQh = 128, kOffsetScales = 192, kOffsetD = 208;
+    using Block = block_layout::Q6_K;
     float lanes[kDotLanes] = {};
     for (int s = 0; s < n_blocks / 8; s++) {
-        const uint8_t* block = w_row + int64_t(s) * kBytes;
-        const int8_t* scales = reinterpret_cast<const int8_t*>(block + kOffsetScales);
-        float d = load_f16(block + kOffsetD);
+        const uint8_t* block = w_row + int64_t(s) * Block::kBytes;
+        const int8_t* scales = reinterpret_cast<const int8_t*>(block + Block::kOffsetScales);
+        float d = load_f16(block + Block::kOffsetD);
         for (int j = 0; j < 8; j++) {
             const BlockQ8& xb = x[8 * s + j];
             int h = j / 4, k = j % 4;
-            const uint8_t* ql = block + kOffsetQl + 64 * h + 32 * (k % 2);
-            const uint8_t* qh = block + kOffsetQh + 32 * h;
+            const uint8_t* ql = block + Block::kOffsetQl + 64 * h + 32 * (k % 2);
+            const uint8_t* qh = block + Block::kOffsetQh + 32 * h;
             int32_t sub_sums[2] = {0, 0};  // the two 16-element sub-blocks
             for (int l = 0; l < 32; l++) {
                 int q = ((ql[l] >> (4 * (k / 2))) & 0x0F) | (((qh[l] >> (2 * k)) & 3) << 4);
@@ -268,18 +268,8 @@ DotKernel best_dot_kernel() {
     return DotKernel::Scalar;
 }
 
-bool has_block_dot(uint32_t w_type) {
-    switch (GgmlType(w_type)) {
-        case GgmlType::Q8_0:
-        case GgmlType::Q5_0:
-        case GgmlType::Q4_K:
-        case GgmlType::Q6_K: return true;
-        default: return false;
-    }
-}
-
 float block_dot(uint32_t w_type, const void* w_row, const BlockQ8* x, int n, DotKernel kernel) {
-    if (!has_block_dot(w_type))
+    if (!ggml_type_info(w_type).cpu_block_dot)
         fail("%s weights have no block dot product", ggml_type_info(w_type).name);
     if (!whole_blocks(w_type, n))
         fail("a row of %d %s weights is not a whole number of its blocks and of 32", n,
@@ -292,7 +282,7 @@ float block_dot(uint32_t w_type, const void* w_row, const BlockQ8* x, int n, Dot
 
 void matmul_q8(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens, int in_dim,
                int out_dim, DotKernel kernel) {
-    if (!has_block_dot(w_type) || !whole_blocks(w_type, in_dim))
+    if (!ggml_type_info(w_type).cpu_block_dot || !whole_blocks(w_type, in_dim))
         return matmul(out, x, w, w_type, n_tokens, in_dim, out_dim);
     const RowDots dots = row_dots(w_type, kernel);
     const int n_blocks = in_dim / kQ8BlockSize;

@@ -24,7 +24,15 @@ namespace {
 
 const uint32_t kQ8_0 = uint32_t(GgmlType::Q8_0), kQ5_0 = uint32_t(GgmlType::Q5_0);
 const uint32_t kQ4_K = uint32_t(GgmlType::Q4_K), kQ6_K = uint32_t(GgmlType::Q6_K);
-const uint32_t kBlockTypes[] = {kQ8_0, kQ5_0, kQ4_K, kQ6_K};
+
+// The types the type table marks cpu_block_dot, in id order.
+std::vector<uint32_t> block_dot_types() {
+    std::vector<uint32_t> types;
+    for (uint32_t id : ggml_type_ids())
+        if (ggml_type_info(id).cpu_block_dot) types.push_back(id);
+    return types;
+}
+const std::vector<uint32_t> kBlockTypes = block_dot_types();
 
 // Row lengths that end in a partial group of eight activation blocks, or fill one exactly.
 std::vector<int> awkward_lengths(uint32_t type) {
@@ -385,6 +393,27 @@ TEST_CASE("quant_dot: block_dot refuses types without a block dot and rows of pa
     CHECK_THROWS_WITH(block_dot(kQ4_K, row.data(), xq.data(), 96, DotKernel::Scalar),
                       "a row of 96 Q4_K weights is not a whole number of its blocks and of 32");
     CHECK(block_dot(kQ4_K, row.data(), xq.data(), 256, DotKernel::Scalar) == 0.0f);
+}
+
+TEST_CASE("quant_dot: every kernel has a block dot for the table's cpu_block_dot types alone") {
+    CHECK(kBlockTypes == std::vector<uint32_t>{kQ5_0, kQ8_0, kQ4_K, kQ6_K});
+    std::vector<BlockQ8> xq(8, BlockQ8{});
+    for (DotKernel kernel : {DotKernel::Scalar, DotKernel::Avx2, DotKernel::Avx512Vnni}) {
+        if (!cpu_supports(kernel)) continue;
+        for (uint32_t id : ggml_type_ids()) {
+            const GgmlTypeInfo& type = ggml_type_info(id);
+            if (type.block_size == 1 || 256 % type.block_size != 0) continue;
+            CAPTURE(type.name);
+            CAPTURE(dot_kernel_name(kernel));
+            std::vector<uint8_t> row(ggml_row_bytes(id, 256), 0);  // zero scales: a dot of 0
+            if (type.cpu_block_dot)
+                CHECK(block_dot(id, row.data(), xq.data(), 256, kernel) == 0.0f);
+            else
+                CHECK_THROWS_WITH(
+                    block_dot(id, row.data(), xq.data(), 256, kernel),
+                    (std::string(type.name) + " weights have no block dot product").c_str());
+        }
+    }
 }
 
 TEST_CASE("quant_dot: QWEN_DOT_KERNEL picks the kernel, and refuses what it cannot run") {

@@ -15,7 +15,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -30,6 +29,7 @@
 #include "ops_cpu.h"
 #include "perplexity.h"
 #include "sampler.h"
+#include "test_forward_fixtures.h"
 #include "test_skip.h"
 #include "tokenizer.h"
 #include "weights.h"
@@ -70,25 +70,11 @@ static const double kInt8PerplexityTolerance = 1e-2;
 static const int kPerplexityChunk = 128;
 
 static std::string read_real_fixture(const std::string& name) {
-    std::string path = kRealFixtures + name;
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-template <typename T>
-static std::vector<T> parse_values(const std::string& text) {
-    std::istringstream in(text);
-    std::vector<T> values;
-    T value;
-    while (in >> value) values.push_back(value);
-    return values;
+    return read_fixture_text(kRealFixtures + name);
 }
 
 static std::vector<int32_t> read_real_ids(const std::string& name) {
-    return parse_values<int32_t>(read_real_fixture(name));
+    return read_fixture_ids(kRealFixtures + name);
 }
 
 // The prompt names of cases.txt (its "#" line records the model's sha256).

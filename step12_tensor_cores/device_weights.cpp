@@ -7,22 +7,12 @@
 #include "ggml_types.h"
 #include "half.h"
 
-// Step 11: the block types the kernels read as they are stored (quant_blocks_cuda.cuh).
-bool gpu_reads_blocks_of(uint32_t file_type) {
-    switch (GgmlType(file_type)) {
-        case GgmlType::Q8_0:
-        case GgmlType::Q5_0:
-        case GgmlType::Q4_K:
-        case GgmlType::Q6_K: return true;
-        default: return false;
-    }
-}
-
 // The type a matrix of `file_type` gets on the device: its own when the kernels read its
-// blocks, else F16 (BF16 for BF16, whose values may not fit F16's range).
+// blocks (step 11: the type table's gpu_reads_blocks, quant_blocks_cuda.cuh), else F16 (BF16
+// for BF16, whose values may not fit F16's range).
 static uint32_t device_type(uint32_t file_type, WeightPrecision precision) {
     if (precision == WeightPrecision::F32) return uint32_t(GgmlType::F32);
-    if (gpu_reads_blocks_of(file_type)) return file_type;
+    if (ggml_type_info(file_type).gpu_reads_blocks) return file_type;
     if (file_type == uint32_t(GgmlType::BF16)) return uint32_t(GgmlType::BF16);
     return uint32_t(GgmlType::F16);
 }
@@ -55,9 +45,9 @@ static DeviceMatrix upload_blocks(const WeightMatrix& matrix) {
 // The matrix as `type`, converted on the host: F32, F16 or BF16, or its own block type.
 static DeviceMatrix upload_matrix(const WeightMatrix& matrix, uint32_t type,
                                   const ConversionNotice& notice) {
-    if (type == matrix.type && gpu_reads_blocks_of(type)) return upload_blocks(matrix);
-    const bool quantized = ggml_type_info(matrix.type).block_size > 1;
-    if (notice && quantized && type != uint32_t(GgmlType::F32)) notice(matrix.type);
+    if (type == matrix.type && ggml_type_info(type).gpu_reads_blocks) return upload_blocks(matrix);
+    if (notice && is_block_type(matrix.type) && type != uint32_t(GgmlType::F32))
+        notice(matrix.type);
     DeviceMatrix result;
     result.type = type;
     result.rows = matrix.rows;

@@ -51,9 +51,6 @@ struct DeviceWeights {
     bool tied_output = false;
 };
 
-// Whether the GPU's kernels read blocks of this ggml type as the file stores them.
-bool gpu_reads_blocks_of(uint32_t file_type);
-
 // Told the file type of each quantized matrix that is converted to F16 because no kernel reads
 // its blocks, e.g. to print a notice.
 using ConversionNotice = std::function<void(uint32_t file_type)>;

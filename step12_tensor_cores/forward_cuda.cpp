@@ -150,8 +150,6 @@ int32_t next_token(const ModelConfig& config, const DeviceWeights& weights,
 
 // ---- Step 10 ----
 
-static bool is_block_type(uint32_t type) { return ggml_type_info(type).block_size > 1; }
-
 static bool wo_reads_merged_q8(const DeviceLayerWeights& layer, HeadShape heads) {
     return is_block_type(layer.attn_output.type) && heads.head_dim % kQ8BlockSize == 0;
 }

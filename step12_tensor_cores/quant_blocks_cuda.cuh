@@ -30,23 +30,35 @@
 
 #include <cstdint>
 
+#include "ggml_types.h"
 #include "quant_dot.h"
 
 namespace gpu {
 
-// A type of block: its bytes, so that `row + n` steps over n blocks.
+// A type of block: its bytes, so that `row + n` steps over n blocks. The fields lie at
+// block_layout's offsets (ggml_types.h).
+using Q8_0 = block_layout::Q8_0;
+using Q5_0 = block_layout::Q5_0;
+using Q4_K = block_layout::Q4_K;
+using Q6_K = block_layout::Q6_K;
 struct BlockQ8_0 {
-    uint8_t bytes[34];  // f16 d, 32 int8 q: w = d * q
+    uint8_t bytes[Q8_0::kBytes];  // f16 d, 32 int8 q: w = d * q
 };
 struct BlockQ5_0 {
-    uint8_t bytes[22];  // f16 d, 4 bytes of 5th bits, 16 bytes of two 4-bit q: w = d * (q - 16)
+    // f16 d, 4 bytes of 5th bits, 16 bytes of two 4-bit q: w = d * (q - 16)
+    uint8_t bytes[Q5_0::kBytes];
 };
 struct BlockQ4_K {
-    uint8_t bytes[144];  // f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of 4-bit q
+    // f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of 4-bit q
+    uint8_t bytes[Q4_K::kBytes];
 };
 struct BlockQ6_K {
-    uint8_t bytes[210];  // 128 bytes of low 4 bits, 64 of high 2 bits, 16 int8 scales, f16 d
+    // 128 bytes of low 4 bits, 64 of high 2 bits, 16 int8 scales, f16 d
+    uint8_t bytes[Q6_K::kBytes];
 };
+static_assert(sizeof(BlockQ8_0) == Q8_0::kBytes && sizeof(BlockQ5_0) == Q5_0::kBytes &&
+                  sizeof(BlockQ4_K) == Q4_K::kBytes && sizeof(BlockQ6_K) == Q6_K::kBytes,
+              "a row of blocks steps by the file's block size");
 
 __device__ inline uint32_t load_u16(const uint8_t* p) {
     return __ldg(reinterpret_cast<const unsigned short*>(p));
@@ -100,7 +112,8 @@ struct PieceQ8_0 {
 };
 __device__ inline PieceQ8_0 load_piece(const BlockQ8_0* row, int p) {
     const uint8_t* block = row[p / 4].bytes;
-    return PieceQ8_0{load_u16(block), load_8_bytes(block + 2 + 8 * (p % 4))};
+    return PieceQ8_0{load_u16(block + Q8_0::kOffsetD),
+                     load_8_bytes(block + Q8_0::kOffsetQs + 8 * (p % 4))};
 }
 __device__ inline void unpack(const PieceQ8_0& piece, int, float (&w)[8]) {
     const float d = half_bits_to_float(piece.d);
@@ -112,7 +125,8 @@ __device__ inline float dot_q8(const PieceQ8_0& piece, int, const ActivationPiec
 }
 __device__ inline float weight_at(const BlockQ8_0* row, int i) {
     const uint8_t* block = row[i / 32].bytes;
-    return half_bits_to_float(load_u16(block)) * float(int8_t(block[2 + i % 32]));
+    return half_bits_to_float(load_u16(block + Q8_0::kOffsetD)) *
+           float(int8_t(block[Q8_0::kOffsetQs + i % 32]));
 }
 
 // ---- Q5_0: 32 weights, w = d * (q - 16), q = 4 low bits | 1 high bit << 4 ----
@@ -127,7 +141,8 @@ struct PieceQ5_0 {
 __device__ inline PieceQ5_0 load_piece(const BlockQ5_0* row, int p) {
     const uint8_t* block = row[p / 4].bytes;
     const int j = p % 4;  // weights 8j .. 8j + 7 of the block
-    return PieceQ5_0{load_u16(block), block[2 + j], load_8_bytes(block + 6 + 8 * (j % 2))};
+    return PieceQ5_0{load_u16(block + Q5_0::kOffsetD), block[Q5_0::kOffsetQh + j],
+                     load_8_bytes(block + Q5_0::kOffsetQs + 8 * (j % 2))};
 }
 __device__ inline void unpack(const PieceQ5_0& piece, int p, float (&w)[8]) {
     const float d = half_bits_to_float(piece.d);
@@ -152,10 +167,12 @@ __device__ inline float dot_q8(const PieceQ5_0& piece, int p, const ActivationPi
 __device__ inline float weight_at(const BlockQ5_0* row, int i) {
     const uint8_t* block = row[i / 32].bytes;
     const int k = i % 32;
-    const uint32_t qh = load_u16(block + 2) | (load_u16(block + 4) << 16);
-    const int low = k < 16 ? block[6 + k] & 0xF : block[6 + k - 16] >> 4;
+    const uint32_t qh =
+        load_u16(block + Q5_0::kOffsetQh) | (load_u16(block + Q5_0::kOffsetQh + 2) << 16);
+    const uint8_t* qs = block + Q5_0::kOffsetQs;
+    const int low = k < 16 ? qs[k] & 0xF : qs[k - 16] >> 4;
     const int q = low | (((qh >> k) & 1) << 4);
-    return half_bits_to_float(load_u16(block)) * float(q - 16);
+    return half_bits_to_float(load_u16(block + Q5_0::kOffsetD)) * float(q - 16);
 }
 
 // ---- Q4_K: 256 weights in 8 sub-blocks of 32, w = (d * scale) * q - dmin * min ----
@@ -164,6 +181,7 @@ __device__ inline float weight_at(const BlockQ5_0* row, int i) {
 
 // A piece holds the scale words as loaded: a lane issues all its loads before it uses any
 // (ops_cuda.cu's batches), so picking the sub-block's bytes out of them waits for unpack().
+static_assert(Q4_K::kOffsetDmin == Q4_K::kOffsetD + 2, "one 4-byte load reads d and dmin");
 struct PieceQ4_K {
     uint32_t d_dmin;  // f16 d in the low half, f16 dmin in the high one
     uint32_t scales_0_3, scales_4_7, scales_8_11;  // the 12 bytes of scales and mins
@@ -172,9 +190,11 @@ struct PieceQ4_K {
 __device__ inline PieceQ4_K load_piece(const BlockQ4_K* row, int p) {
     const uint8_t* block = row[p / 32].bytes;
     const int r = p % 32;  // weights 8r .. 8r + 7 of the block
-    const uint2 qs = __ldg(reinterpret_cast<const uint2*>(block + 16 + 32 * (r / 8) + 8 * (r % 4)));
-    return PieceQ4_K{load_u32(block), load_u32(block + 4), load_u32(block + 8),
-                     load_u32(block + 12), qs};
+    const uint8_t* qs_bytes = block + Q4_K::kOffsetQs + 32 * (r / 8) + 8 * (r % 4);
+    const uint2 qs = __ldg(reinterpret_cast<const uint2*>(qs_bytes));
+    const uint8_t* scales = block + Q4_K::kOffsetScales;
+    return PieceQ4_K{load_u32(block + Q4_K::kOffsetD), load_u32(scales), load_u32(scales + 4),
+                     load_u32(scales + 8), qs};
 }
 // The 6-bit scale and min of the piece's sub-block.
 __device__ inline void scale_min(const PieceQ4_K& piece, int sub, int& scale, int& min) {
@@ -233,10 +253,10 @@ struct PieceQ6_K {
 __device__ inline PieceQ6_K load_piece(const BlockQ6_K* row, int p) {
     const uint8_t* block = row[p / 32].bytes;
     const int e = 8 * (p % 32), half = e / 128, quarter = (e % 128) / 32, l = e % 32;
-    const uint8_t* ql = block + 64 * half + l + 32 * (quarter % 2);
-    const uint8_t* qh = block + 128 + 32 * half + l;
-    const int8_t scale = int8_t(block[192 + 8 * half + l / 16 + 2 * quarter]);
-    return PieceQ6_K{load_8_bytes(ql), load_8_bytes(qh), load_u16(block + 208), scale};
+    const uint8_t* ql = block + Q6_K::kOffsetQl + 64 * half + l + 32 * (quarter % 2);
+    const uint8_t* qh = block + Q6_K::kOffsetQh + 32 * half + l;
+    const int8_t scale = int8_t(block[Q6_K::kOffsetScales + 8 * half + l / 16 + 2 * quarter]);
+    return PieceQ6_K{load_8_bytes(ql), load_8_bytes(qh), load_u16(block + Q6_K::kOffsetD), scale};
 }
 __device__ inline void unpack(const PieceQ6_K& piece, int p, float (&w)[8]) {
     const int quarter = (8 * (p % 32) % 128) / 32;

@@ -47,12 +47,10 @@ DotKernel best_dot_kernel();
 bool cpu_supports(DotKernel kernel);
 const char* dot_kernel_name(DotKernel kernel);  // "scalar", "AVX2", "AVX-512 VNNI"
 
-// The weight types with a block dot product: Q8_0, Q5_0, Q4_K and Q6_K (Qwen's published
-// Q8_0, Q4_K_M and Q5_K_M files use these).
-bool has_block_dot(uint32_t w_type);
-
 // sum over i of w[i] * x[i] for one row of n weights of type w_type (n a multiple of the type's
-// block size, and of 32), with x quantized as above: the value every kernel returns alike.
+// block size, and of 32), with x quantized as above: the value every kernel returns alike. The
+// types with a block dot product are those the type table marks cpu_block_dot (ggml_types.cpp):
+// Q8_0, Q5_0, Q4_K and Q6_K, what Qwen's published Q8_0, Q4_K_M and Q5_K_M files use.
 float block_dot(uint32_t w_type, const void* w_row, const BlockQ8* x, int n, DotKernel kernel);
 
 // out = x W^T (ops_cpu.h's matmul) with each token's row of x quantized by quantize_row_q8

@@ -42,6 +42,14 @@ static_assert(sizeof(BlockQ8) == 40 && sizeof(BlockQ8) % sizeof(float) == 0,
               "the gathers below step through BlockQ8 arrays in floats");
 constexpr int kBlockQ8Floats = int(sizeof(BlockQ8) / sizeof(float));
 
+// The weight blocks' layouts (ggml_types.h; quant_dot.cpp draws them).
+using Q8_0 = block_layout::Q8_0;
+using Q5_0 = block_layout::Q5_0;
+using Q4_K = block_layout::Q4_K;
+using Q6_K = block_layout::Q6_K;
+static_assert(Q8_0::kOffsetD == 0 && Q5_0::kOffsetD == 0,
+              "weight_scales reads the f16 d that opens a Q8_0 or Q5_0 block");
+
 AVX2_FUNCTION inline __m256i load_256(const void* p) {
     return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
@@ -140,13 +148,13 @@ AVX2_FUNCTION inline void q4_k_scales_mins(const uint8_t* packed, __m256i* scale
 // Q4_K, sub-block i: y = fma(d, scale * qx, -(dmin * (min * x.sum))), lane i += x.d * y.
 AVX2_FUNCTION inline __m256 add_q4_k_group(__m256 acc, const uint8_t* block, __m256i qx,
                                            const BlockQ8* x) {
-    constexpr int kOffsetD = 0, kOffsetDmin = 2, kOffsetScales = 4;
     __m256i scales, mins;
-    q4_k_scales_mins(block + kOffsetScales, &scales, &mins);
+    q4_k_scales_mins(block + Q4_K::kOffsetScales, &scales, &mins);
     __m256 scaled = _mm256_cvtepi32_ps(_mm256_mullo_epi32(scales, qx));
     __m256 offsets = _mm256_cvtepi32_ps(_mm256_mullo_epi32(mins, activation_sums(x, kDotLanes)));
-    __m256 min_part = _mm256_mul_ps(_mm256_set1_ps(f16_scalar(block + kOffsetDmin)), offsets);
-    __m256 y = _mm256_fmsub_ps(_mm256_set1_ps(f16_scalar(block + kOffsetD)), scaled, min_part);
+    __m256 min_part = _mm256_mul_ps(_mm256_set1_ps(f16_scalar(block + Q4_K::kOffsetDmin)), offsets);
+    __m256 y =
+        _mm256_fmsub_ps(_mm256_set1_ps(f16_scalar(block + Q4_K::kOffsetD)), scaled, min_part);
     return _mm256_fmadd_ps(activation_scales(x, kDotLanes), y, acc);
 }
 
@@ -186,12 +194,6 @@ AVX2_FUNCTION inline __m256i q5_0_low_bits(const uint8_t* qs) {
     return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
 }
 
-// Weight block layouts (quant_dot.cpp has them in full).
-constexpr int kQ8_0Bytes = 34, kQ8_0OffsetQs = 2;
-constexpr int kQ5_0Bytes = 22, kQ5_0OffsetQh = 2, kQ5_0OffsetQs = 6;
-constexpr int kQ4_KBytes = 144, kQ4_KOffsetQs = 16;
-constexpr int kQ6_KBytes = 210, kQ6_KOffsetQh = 128, kQ6_KOffsetScales = 192, kQ6_KOffsetD = 208;
-
 // ---- AVX2 ----
 
 // Eight int32 lanes, each the sum of four neighbouring products u[i] * s[i].
@@ -211,10 +213,10 @@ AVX2_FUNCTION inline __m256i q5_0_values_avx2(const uint8_t* block) {
                                                    0x0202020202020202, 0x0303030303030303);
     const __m256i bit_of_byte = _mm256_set1_epi64x(int64_t(0x8040201008040201));
     __m256i copies =
-        _mm256_shuffle_epi8(_mm256_set1_epi32(int(load_u32(block + kQ5_0OffsetQh))), byte_of_bit);
+        _mm256_shuffle_epi8(_mm256_set1_epi32(int(load_u32(block + Q5_0::kOffsetQh))), byte_of_bit);
     __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(copies, bit_of_byte), bit_of_byte);
     __m256i fifth = _mm256_and_si256(set, _mm256_set1_epi8(0x10));
-    return _mm256_or_si256(q5_0_low_bits(block + kQ5_0OffsetQs), fifth);
+    return _mm256_or_si256(q5_0_low_bits(block + Q5_0::kOffsetQs), fifth);
 }
 
 // Q6_K, activation block j: sum over 16-element halves of (q - 32) * x times their scale.
@@ -232,13 +234,13 @@ AVX2_FUNCTION void q8_0_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
     for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int b = 0; b < n_blocks; b += kDotLanes) {
         const int count = std::min(kDotLanes, n_blocks - b);
-        const uint8_t* w = w_row + int64_t(b) * kQ8_0Bytes;
+        const uint8_t* w = w_row + int64_t(b) * Q8_0::kBytes;
         __m256i pairs[kTokens][4];
 #pragma GCC unroll 8
         for (int i = 0; i < kDotLanes; i++) {
             __m256i v[kTokens] = {};  // a block past the row's end adds nothing
             if (i < count) {
-                __m256i q = load_256(w + i * kQ8_0Bytes + kQ8_0OffsetQs);
+                __m256i q = load_256(w + i * Q8_0::kBytes + Q8_0::kOffsetQs);
 #pragma GCC unroll 4
                 for (int t = 0; t < kTokens; t++)
                     v[t] = q8_0_dot_avx2(q, load_256(x[int64_t(t) * n_blocks + b + i].q));
@@ -246,7 +248,7 @@ AVX2_FUNCTION void q8_0_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
 #pragma GCC unroll 4
             for (int t = 0; t < kTokens; t++) pair_up(pairs[t], i, v[t]);
         }
-        __m256 w_scales = weight_scales(w, kQ8_0Bytes, count);
+        __m256 w_scales = weight_scales(w, Q8_0::kBytes, count);
 #pragma GCC unroll 4
         for (int t = 0; t < kTokens; t++) {
             const BlockQ8* xt = x + int64_t(t) * n_blocks + b;
@@ -264,13 +266,13 @@ AVX2_FUNCTION void q5_0_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
     for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int b = 0; b < n_blocks; b += kDotLanes) {
         const int count = std::min(kDotLanes, n_blocks - b);
-        const uint8_t* w = w_row + int64_t(b) * kQ5_0Bytes;
+        const uint8_t* w = w_row + int64_t(b) * Q5_0::kBytes;
         __m256i pairs[kTokens][4];
 #pragma GCC unroll 8
         for (int i = 0; i < kDotLanes; i++) {
             __m256i v[kTokens] = {};  // a block past the row's end adds nothing
             if (i < count) {
-                __m256i q = q5_0_values_avx2(w + i * kQ5_0Bytes);
+                __m256i q = q5_0_values_avx2(w + i * Q5_0::kBytes);
 #pragma GCC unroll 4
                 for (int t = 0; t < kTokens; t++)
                     v[t] = dot_u8_s8_avx2(q, load_256(x[int64_t(t) * n_blocks + b + i].q));
@@ -278,7 +280,7 @@ AVX2_FUNCTION void q5_0_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
 #pragma GCC unroll 4
             for (int t = 0; t < kTokens; t++) pair_up(pairs[t], i, v[t]);
         }
-        __m256 w_scales = weight_scales(w, kQ5_0Bytes, count);
+        __m256 w_scales = weight_scales(w, Q5_0::kBytes, count);
 #pragma GCC unroll 4
         for (int t = 0; t < kTokens; t++) {
             const BlockQ8* xt = x + int64_t(t) * n_blocks + b;
@@ -295,11 +297,11 @@ AVX2_FUNCTION void q4_k_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
     __m256 acc[kTokens];
     for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int b = 0; b < n_blocks; b += kDotLanes) {
-        const uint8_t* block = w_row + int64_t(b / kDotLanes) * kQ4_KBytes;
+        const uint8_t* block = w_row + int64_t(b / kDotLanes) * Q4_K::kBytes;
         __m256i pairs[kTokens][4];
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
-            __m256i packed = load_256(block + kQ4_KOffsetQs + 32 * c);
+            __m256i packed = load_256(block + Q4_K::kOffsetQs + 32 * c);
             __m256i q_low = q4_k_values(packed, false), q_high = q4_k_values(packed, true);
 #pragma GCC unroll 4
             for (int t = 0; t < kTokens; t++) {
@@ -322,14 +324,15 @@ AVX2_FUNCTION void q6_k_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
     __m256 acc[kTokens];
     for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int b = 0; b < n_blocks; b += kDotLanes) {
-        const uint8_t* block = w_row + int64_t(b / kDotLanes) * kQ6_KBytes;
+        const uint8_t* block = w_row + int64_t(b / kDotLanes) * Q6_K::kBytes;
         __m128i scales =
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + kQ6_KOffsetScales));
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + Q6_K::kOffsetScales));
         __m256i pairs[kTokens][4];
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
-            __m256i ql_0 = load_256(block + 64 * h), ql_1 = load_256(block + 64 * h + 32);
-            __m256i qh = load_256(block + kQ6_KOffsetQh + 32 * h);
+            __m256i ql_0 = load_256(block + Q6_K::kOffsetQl + 64 * h);
+            __m256i ql_1 = load_256(block + Q6_K::kOffsetQl + 64 * h + 32);
+            __m256i qh = load_256(block + Q6_K::kOffsetQh + 32 * h);
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 int j = 4 * h + k;
@@ -343,7 +346,7 @@ AVX2_FUNCTION void q6_k_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
                 }
             }
         }
-        __m256 d = _mm256_set1_ps(f16_scalar(block + kQ6_KOffsetD));
+        __m256 d = _mm256_set1_ps(f16_scalar(block + Q6_K::kOffsetD));
 #pragma GCC unroll 4
         for (int t = 0; t < kTokens; t++) {
             const BlockQ8* xt = x + int64_t(t) * n_blocks + b;
@@ -375,8 +378,8 @@ VNNI_FUNCTION inline __m256i q8_0_dot_vnni(__m256i q, __m256i xq) {
 // Q5_0's q (0..31): qh is a byte mask, bit j choosing whether byte j gets 16.
 VNNI_FUNCTION inline __m256i q5_0_values_vnni(const uint8_t* block) {
     __m256i fifth =
-        _mm256_maskz_mov_epi8(__mmask32(load_u32(block + kQ5_0OffsetQh)), _mm256_set1_epi8(0x10));
-    return _mm256_or_si256(q5_0_low_bits(block + kQ5_0OffsetQs), fifth);
+        _mm256_maskz_mov_epi8(__mmask32(load_u32(block + Q5_0::kOffsetQh)), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(q5_0_low_bits(block + Q5_0::kOffsetQs), fifth);
 }
 
 template <int kTokens>
@@ -386,13 +389,13 @@ VNNI_FUNCTION void q8_0_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_
     for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int b = 0; b < n_blocks; b += kDotLanes) {
         const int count = std::min(kDotLanes, n_blocks - b);
-        const uint8_t* w = w_row + int64_t(b) * kQ8_0Bytes;
+        const uint8_t* w = w_row + int64_t(b) * Q8_0::kBytes;
         __m256i pairs[kTokens][4];
 #pragma GCC unroll 8
         for (int i = 0; i < kDotLanes; i++) {
             __m256i v[kTokens] = {};  // a block past the row's end adds nothing
             if (i < count) {
-                __m256i q = load_256(w + i * kQ8_0Bytes + kQ8_0OffsetQs);
+                __m256i q = load_256(w + i * Q8_0::kBytes + Q8_0::kOffsetQs);
 #pragma GCC unroll 4
                 for (int t = 0; t < kTokens; t++)
                     v[t] = q8_0_dot_vnni(q, load_256(x[int64_t(t) * n_blocks + b + i].q));
@@ -400,7 +403,7 @@ VNNI_FUNCTION void q8_0_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_
 #pragma GCC unroll 4
             for (int t = 0; t < kTokens; t++) pair_up(pairs[t], i, v[t]);
         }
-        __m256 w_scales = weight_scales(w, kQ8_0Bytes, count);
+        __m256 w_scales = weight_scales(w, Q8_0::kBytes, count);
 #pragma GCC unroll 4
         for (int t = 0; t < kTokens; t++) {
             const BlockQ8* xt = x + int64_t(t) * n_blocks + b;
@@ -418,13 +421,13 @@ VNNI_FUNCTION void q5_0_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_
     for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int b = 0; b < n_blocks; b += kDotLanes) {
         const int count = std::min(kDotLanes, n_blocks - b);
-        const uint8_t* w = w_row + int64_t(b) * kQ5_0Bytes;
+        const uint8_t* w = w_row + int64_t(b) * Q5_0::kBytes;
         __m256i pairs[kTokens][4];
 #pragma GCC unroll 8
         for (int i = 0; i < kDotLanes; i++) {
             __m256i v[kTokens] = {};  // a block past the row's end adds nothing
             if (i < count) {
-                __m256i q = q5_0_values_vnni(w + i * kQ5_0Bytes);
+                __m256i q = q5_0_values_vnni(w + i * Q5_0::kBytes);
 #pragma GCC unroll 4
                 for (int t = 0; t < kTokens; t++)
                     v[t] = dot_u8_s8_vnni(q, load_256(x[int64_t(t) * n_blocks + b + i].q));
@@ -432,7 +435,7 @@ VNNI_FUNCTION void q5_0_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_
 #pragma GCC unroll 4
             for (int t = 0; t < kTokens; t++) pair_up(pairs[t], i, v[t]);
         }
-        __m256 w_scales = weight_scales(w, kQ5_0Bytes, count);
+        __m256 w_scales = weight_scales(w, Q5_0::kBytes, count);
 #pragma GCC unroll 4
         for (int t = 0; t < kTokens; t++) {
             const BlockQ8* xt = x + int64_t(t) * n_blocks + b;
@@ -449,11 +452,11 @@ VNNI_FUNCTION void q4_k_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_
     __m256 acc[kTokens];
     for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int b = 0; b < n_blocks; b += kDotLanes) {
-        const uint8_t* block = w_row + int64_t(b / kDotLanes) * kQ4_KBytes;
+        const uint8_t* block = w_row + int64_t(b / kDotLanes) * Q4_K::kBytes;
         __m256i pairs[kTokens][4];
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
-            __m256i packed = load_256(block + kQ4_KOffsetQs + 32 * c);
+            __m256i packed = load_256(block + Q4_K::kOffsetQs + 32 * c);
             __m256i q_low = q4_k_values(packed, false), q_high = q4_k_values(packed, true);
 #pragma GCC unroll 4
             for (int t = 0; t < kTokens; t++) {

@@ -28,10 +28,9 @@
 #include "model_config.h"
 #include "test_forward_fixtures.h"
 #include "test_gpu.h"
+#include "test_tiny_model.h"
 #include "test_tokenizer_fixtures.h"
 #include "weights.h"
-
-static const char* kTinyModel = "models/tiny-qwen2.gguf";
 
 // |ours - reference| <= abs + rel * |reference| on logits of magnitude up to ~15. The CPU path
 // meets transformers within 1e-4 + 1e-4 relative; the GPU adds float sums in other orders.
@@ -45,29 +44,12 @@ static const Tolerance kAgainstCpu = {1e-4, 1e-4};
 // which moves logits by their own size.
 static const Tolerance kHalfOperandsAgainstCpu = {0.1, 0.0};
 
-struct TinyModel {
-    GgufFile file;
-    ModelConfig config;
-    Weights weights;
-};
-
-static const TinyModel& tiny_model() {
-    static const TinyModel model = [] {
-        TinyModel m;
-        m.file = open_gguf(kTinyModel);
-        m.config = read_model_config(m.file.metadata);
-        m.weights = load_weights(m.file, m.config);
-        return m;
-    }();
-    return model;
-}
-
 // A copy of a matrix rounded as upload_weights() rounds it, kept in `storage`: to F16 (or BF16
 // for BF16), or (step 11) the matrix itself when the GPU reads its blocks and `keep_blocks`.
 static WeightMatrix rounded_to_half(const WeightMatrix& m,
                                     std::vector<std::vector<uint16_t>>& storage,
                                     bool keep_blocks = true) {
-    if (keep_blocks && gpu_reads_blocks_of(m.type)) return m;
+    if (keep_blocks && ggml_type_info(m.type).gpu_reads_blocks) return m;
     const bool bf16 = m.type == uint32_t(GgmlType::BF16);
     const uint64_t row_bytes = ggml_row_bytes(m.type, uint64_t(m.cols));
     std::vector<float> row(m.cols);
@@ -113,7 +95,7 @@ static const RoundedModel& rounded_tiny_model() {
 template <typename Reference>
 static void check_all_positions(WeightPrecision precision, Tolerance tolerance,
                                 Reference reference) {
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     DeviceWeights weights = upload_weights(model.weights, precision);
     DeviceRunState state;
     for (const ForwardFixture& c : forward_fixtures()) {
@@ -160,7 +142,7 @@ TEST_CASE("GPU logits at every position equal the CPU path's on the same F16 wei
 
 TEST_CASE("greedy continuations on the GPU (F16 weights) equal transformers' 16 tokens") {
     if (!gpu_or_skip()) return;
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     DeviceWeights weights = upload_weights(model.weights);
     DeviceRunState state;
     DeviceKVCache cache = make_device_kv_cache(model.config, int(model.config.context_length));
@@ -199,7 +181,7 @@ struct StepLog {
 
 TEST_CASE("the Decoder's greedy continuations equal transformers', with and without the graph") {
     if (!gpu_or_skip()) return;
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     // F32 weights, so every decode product is in floats, as transformers' are. With the file's
     // blocks the Decoder's products take 8-bit activations (step 11), which move the tiny
     // model's logits by up to ~0.2 and its greedy choice where two logits are that close: those
@@ -240,7 +222,7 @@ TEST_CASE("the Decoder's greedy continuations equal transformers', with and with
 
 TEST_CASE("a decode step's kernels: QKV launches by type, a quantize_q8 per block matrix") {
     if (!gpu_or_skip()) return;
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     DeviceWeights weights = upload_weights(model.weights);
     DeviceKVCache cache = make_device_kv_cache(model.config, 64);
     gpu::Decoder decoder(model.config, weights, cache, true);
@@ -278,7 +260,7 @@ static StepLog sampled_until_full(const NextTokenFn& step, const std::vector<int
 
 TEST_CASE("graph replay equals --no-graph bit for bit, and step 9's kernels, to a full context") {
     if (!gpu_or_skip()) return;
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     // F32 weights: every product in floats on both paths (block matrices' decode products use
     // 8-bit activations, step 9's kernels do not; test_ops_cuda.cpp checks those against the
     // CPU's 8-bit path).
@@ -334,7 +316,7 @@ TEST_CASE("graph replay equals --no-graph bit for bit, and step 9's kernels, to 
 
 TEST_CASE("the Decoder follows a chat: new turns, a /reset, the sampler's tokens") {
     if (!gpu_or_skip()) return;
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     DeviceWeights weights = upload_weights(model.weights);
     const std::string input = "Hello there\nAnd again\n/reset\nA new start\nOne more\n";
     // The reply texts of one chat on each path; -n 12 cuts every reply.
@@ -366,7 +348,7 @@ TEST_CASE("the Decoder follows a chat: new turns, a /reset, the sampler's tokens
 
 TEST_CASE("the GPU's last-position logits do not depend on asking for all of them") {
     if (!gpu_or_skip()) return;
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     // F32 weights (step 12): with F16 ones five rows of the LM head take the tensor cores and
     // one row the float matvec, which test_tensor_cores.cpp compares within F16's rounding.
     DeviceWeights weights = upload_weights(model.weights, WeightPrecision::F32);
@@ -389,7 +371,7 @@ TEST_CASE("the GPU's last-position logits do not depend on asking for all of the
 
 TEST_CASE("upload keeps blocks the GPU reads and BF16, makes the others F16, counts the bytes") {
     if (!gpu_or_skip()) return;
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     const ModelConfig& config = model.config;
     std::vector<uint32_t> converted;  // the notice's file types
     DeviceWeights weights = upload_weights(model.weights, WeightPrecision::Half,
@@ -437,7 +419,7 @@ TEST_CASE("upload keeps blocks the GPU reads and BF16, makes the others F16, cou
 
 // The checks come before any CUDA call, so these run without a GPU too.
 TEST_CASE("a bad sequence fails on the GPU path with the CPU path's messages") {
-    const TinyModel& model = tiny_model();
+    const LoadedModel& model = tiny_model();
     DeviceWeights weights;  // empty: never read, the checks fail first
     weights.n_vocab = model.weights.n_vocab;
     DeviceRunState state;

@@ -117,8 +117,10 @@ TEST_CASE("the tensor-core GEMM equals x W^T on the rounded operands, for every 
     const int shapes[][3] = {{1, 64, 33},      {2, 256, 64},     {17, 77, 130},
                              {17, 1536, 1000}, {65, 17, 129},    {513, 96, 200},
                              {33, 8960, 65},   {513, 256, 4867}, {130, 1000, 257}};
-    const GgmlType types[] = {GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                              GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q6_K};
+    std::vector<GgmlType> types;  // the type table's tensor_core_gemm rows
+    for (uint32_t id : ggml_type_ids())
+        if (ggml_type_info(id).tensor_core_gemm) types.push_back(GgmlType(id));
+    REQUIRE(types.size() == 6);  // F16, BF16, Q8_0, Q5_0, Q4_K, Q6_K
     for (const auto& shape : shapes) {
         const int n_tokens = shape[0], in_dim = shape[1], out_dim = shape[2];
         for (GgmlType type : types) {
@@ -163,6 +165,10 @@ TEST_CASE("gpu::matmul takes the tensor cores for prompts of 16-bit and block ma
     CHECK(gpu::tensor_cores_take(uint32_t(GgmlType::Q4_K)));
     CHECK_FALSE(gpu::tensor_cores_take(uint32_t(GgmlType::F32)));   // the exact path
     CHECK_FALSE(gpu::tensor_cores_take(uint32_t(GgmlType::Q4_0)));  // converted to F16 at load
+    for (uint32_t id : ggml_type_ids()) {  // the type table's tensor_core_gemm column
+        CAPTURE(ggml_type_info(id).name);
+        CHECK(gpu::tensor_cores_take(id) == ggml_type_info(id).tensor_core_gemm);
+    }
     CHECK_THROWS_WITH_AS(
         gpu::tensor_core_matmul(nullptr, nullptr, nullptr, uint32_t(GgmlType::F32), 2, 8, 8),
         "gpu::tensor_core_matmul takes F16, BF16, Q8_0, Q5_0, Q4_K or Q6_K "

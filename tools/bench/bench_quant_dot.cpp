@@ -63,14 +63,18 @@ std::vector<uint8_t> random_matrix(uint32_t type, int rows, int cols) {
         uint64_t bits = rng();
         for (int k = 0; k < 8; k++) w[at + k] = uint8_t(bits >> (8 * k));
     }
-    const int d_offset = type == uint32_t(GgmlType::Q6_K) ? 208 : 0;
+    static_assert(block_layout::Q8_0::kOffsetD == 0 && block_layout::Q5_0::kOffsetD == 0 &&
+                      block_layout::Q4_K::kOffsetD == 0,
+                  "the f16 d opens Q8_0, Q5_0 and Q4_K blocks");
+    const int d_offset = type == uint32_t(GgmlType::Q6_K) ? block_layout::Q6_K::kOffsetD : 0;
+    const int dmin_offset = block_layout::Q4_K::kOffsetDmin;
     const uint16_t d = f32_to_f16(1e-3f);
     for (size_t at = 0; at < w.size(); at += info.block_bytes) {
         w[at + d_offset] = uint8_t(d);
         w[at + d_offset + 1] = uint8_t(d >> 8);
-        if (type == uint32_t(GgmlType::Q4_K)) {  // dmin
-            w[at + 2] = uint8_t(d);
-            w[at + 3] = uint8_t(d >> 8);
+        if (type == uint32_t(GgmlType::Q4_K)) {
+            w[at + dmin_offset] = uint8_t(d);
+            w[at + dmin_offset + 1] = uint8_t(d >> 8);
         }
     }
     return w;
