@@ -1,5 +1,5 @@
-// test_forward_fixtures.h - reads tests/fixtures/forward/ (tools/make_logit_fixtures.py): for
-// each case NAME in cases.txt, NAME.ids.txt (the prompt's ids), NAME.logits.f32 (transformers'
+// test_forward_fixtures.h - reads tests/fixtures/forward/ (tools/fixtures/make_logit_fixtures.py):
+// for each case NAME in cases.txt, NAME.ids.txt (the prompt's ids), NAME.logits.f32 (transformers'
 // logits at every position, little-endian float32) and NAME.greedy.txt (its 16 greedy tokens).
 #pragma once
 
