@@ -73,8 +73,17 @@ static std::string read_real_fixture(const std::string& name) {
     return read_fixture_text(kRealFixtures + name);
 }
 
+template <typename T>
+static std::vector<T> parse_values(const std::string& text) {
+    std::istringstream in(text);
+    std::vector<T> values;
+    T value;
+    while (in >> value) values.push_back(value);
+    return values;
+}
+
 static std::vector<int32_t> read_real_ids(const std::string& name) {
-    return read_fixture_ids(kRealFixtures + name);
+    return parse_values<int32_t>(read_real_fixture(name));
 }
 
 // The prompt names of cases.txt (its "#" line records the model's sha256).
