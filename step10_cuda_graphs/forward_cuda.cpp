@@ -1,6 +1,6 @@
 // forward_cuda.cpp - forward_cpu.cpp with gpu:: in front of every operator, and step 10's
 // Decoder, which runs one token as a replayed CUDA graph. Plain C++: the CUDA code is all in
-// ops_cuda.cu and cuda_graph.cu.
+// the .cu files.
 #include "forward_cuda.h"
 
 #include "error.h"
