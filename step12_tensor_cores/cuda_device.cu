@@ -36,8 +36,9 @@ DeviceInfo device_info() {
 
 int multiprocessor_count() {
     static const int count = [] {
-        int n = 0;
-        CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
+        int device = 0, n = 0;
+        CUDA_CHECK(cudaGetDevice(&device));
+        CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
         return n;
     }();
     return count;

@@ -21,6 +21,6 @@ struct DeviceInfo {
 // Device 0, the one every kernel runs on.
 DeviceInfo device_info();
 
-// Its streaming multiprocessors (132 on an H200), asked once: kernels size their grids by it.
-// (Step 12 moved it here from ops_cuda.cu, for the tensor-core GEMM too.)
+// The streaming multiprocessors of the current device (132 on an H200), asked once: kernels
+// size their grids by it.
 int multiprocessor_count();
