@@ -74,7 +74,7 @@ __device__ float2 normed_dot_2rows(const Weight* row_a, const Weight* row_b, con
             for (int j = 0; j < kBatch; j++) {
                 const int p = first + j * kWarpSize;
                 if (p >= n_pieces) continue;
-                if constexpr (kBlockWeights < Weight >> 1) {
+                if constexpr (kIsBlockType<Weight>) {
                     sum_a += dot_piece_q8(batch_a[j], p, x_q8, row_a);
                     sum_b += dot_piece_q8(batch_b[j], p, x_q8, row_b);
                 } else {
@@ -154,7 +154,7 @@ __global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, 
         sums = normed_dot_2rows(row_start(w, row_a, d_model), row_start(w, row_b, d_model), x,
                                 norm_weight, d_model, vectorized, x_q8);
     // every warp, active or not
-    const float inv_rms = kBlockWeights<Weight> > 1 ? 1.0f : block_inv_rms(x, d_model, eps);
+    const float inv_rms = kIsBlockType<Weight> ? 1.0f : block_inv_rms(x, d_model, eps);
     if (!active || lane != 0) return;
     float a = sums.x * inv_rms + bias[row_a], b = sums.y * inv_rms + bias[row_b];
     if (rotate) {  // the angle as rope_kernel computes it, in double
@@ -219,7 +219,7 @@ __global__ void gate_up_swiglu_kernel(float* out, const float* x, const float* n
     if (row < d_ff)
         sums = normed_dot_2rows(row_start(w_gate, row, d_model), row_start(w_up, row, d_model), x,
                                 norm_weight, d_model, vectorized, x_q8);
-    const float inv_rms = kBlockWeights<Weight> > 1 ? 1.0f : block_inv_rms(x, d_model, eps);
+    const float inv_rms = kIsBlockType<Weight> ? 1.0f : block_inv_rms(x, d_model, eps);
     if (row >= d_ff || lane != 0) return;
     const float gate = sums.x * inv_rms, up = sums.y * inv_rms;
     out[row] = gate / (1.0f + expf(-gate)) * up;  // swiglu_kernel's formula
@@ -235,7 +235,7 @@ void gate_up_swiglu(float* out, const float* x, const float* norm_weight, float 
         using Weight = typename decltype(tag)::type;
         const bool vectorized = pieces_fit<Weight>(d_model, w_gate, x, norm_weight) &&
                                 pieces_fit<Weight>(d_model, w_up, x, norm_weight);
-        if (kBlockWeights < Weight >> 1) quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
+        if (kIsBlockType<Weight>) quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
         gate_up_swiglu_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
             out, x, norm_weight, eps, static_cast<const Weight*>(w_gate),
             static_cast<const Weight*>(w_up), d_model, d_ff, vectorized, x_q8);
@@ -259,7 +259,7 @@ __global__ void lm_head_argmax_kernel(float* logits, Candidate* block_winners, c
                                       const BlockQ8* x_q8) {
     __shared__ Candidate warp_winners[kMatvecWarps];
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-    const float inv_rms = kBlockWeights<Weight> > 1 ? 1.0f : block_inv_rms(x, d_model, eps);
+    const float inv_rms = kIsBlockType<Weight> ? 1.0f : block_inv_rms(x, d_model, eps);
     Candidate best{-INFINITY, n_vocab};
     // Two rows a warp at a time, as in the other fused products.
     const int64_t stride = int64_t(gridDim.x) * kMatvecWarps;
@@ -305,7 +305,7 @@ void lm_head_argmax(float* logits, void* scratch, const float* x, const float* n
     with_weight_type(w_type, "lm_head_argmax", [&](auto tag) {
         using Weight = typename decltype(tag)::type;
         const bool vectorized = pieces_fit<Weight>(d_model, w, x, norm_weight);
-        if (kBlockWeights < Weight >> 1) quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
+        if (kIsBlockType<Weight>) quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
         lm_head_argmax_kernel<<<n_blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
             logits, winners, x, norm_weight, eps, static_cast<const Weight*>(w), d_model, n_vocab,
             vectorized, x_q8);

@@ -51,7 +51,9 @@ __device__ float dot_piece(const Piece& piece, int p, const float* x, const Weig
     return sum;
 }
 
-// result is added to out. With x_q8 (block types only) the row is multiplied with x's 8-bit blocks, not x.
+// warps_per_row is 1 (4 rows a block) or kMatvecWarps (1 row a block). With `accumulate` the
+// result is added to out. With x_q8 (block types only) the row is multiplied with x's 8-bit
+// blocks, not x.
 template <typename Weight>
 __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int in_dim, int out_dim,
                               int warps_per_row, bool vectorized, bool accumulate,

@@ -46,6 +46,9 @@ template <>
 constexpr int kBlockWeights<BlockQ6_K> = 256;
 
 template <typename Weight>
+constexpr bool kIsBlockType = kBlockWeights<Weight> > 1;
+
+template <typename Weight>
 constexpr int kPieceWeights = kBlockWeights<Weight> == 1 ? 16 / sizeof(Weight) : 8;
 
 template <typename Weight>
@@ -94,7 +97,7 @@ __device__ inline void unpack(const Piece& piece, int p, float (&w)[8], const Bl
 template <typename Weight>
 inline bool pieces_fit(int dim, const void* w, const float* x, const float* g = nullptr) {
     const bool vectors_align = uintptr_t(x) % 16 == 0 && uintptr_t(g) % 16 == 0;
-    if (kBlockWeights < Weight >> 1) return vectors_align && dim % kBlockWeights<Weight> == 0;
+    if (kIsBlockType<Weight>) return vectors_align && dim % kBlockWeights<Weight> == 0;
     return vectors_align && dim % kPieceWeights<Weight> == 0 && uintptr_t(w) % 16 == 0;
 }
 
@@ -140,7 +143,7 @@ constexpr int kLoadBatchOf = kBlockWeights<Weight> == 1 ? kLoadBatch : kBlockBat
 // plain types never take this path; their overload exists so that the kernels compile.
 template <typename Weight, typename Piece>
 __device__ float dot_piece_q8(const Piece& piece, int p, const BlockQ8* x, const Weight*) {
-    if constexpr (kBlockWeights < Weight >> 1) return dot_q8(piece, p, activation_piece(x, p));
+    if constexpr (kIsBlockType<Weight>) return dot_q8(piece, p, activation_piece(x, p));
     else return 0.0f;
 }
 
