@@ -21,12 +21,14 @@ bool cuda_device_available(std::string& why_not) {
 }
 
 DeviceInfo device_info() {
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
     cudaDeviceProp properties;
-    CUDA_CHECK(cudaGetDeviceProperties(&properties, 0));
+    CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
     // CUDA 13 dropped cudaDeviceProp::memoryClockRate; the attribute still reports it (kHz).
     int memory_clock_khz = 0, bus_width_bits = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, 0));
-    CUDA_CHECK(cudaDeviceGetAttribute(&bus_width_bits, cudaDevAttrGlobalMemoryBusWidth, 0));
+    CUDA_CHECK(cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&bus_width_bits, cudaDevAttrGlobalMemoryBusWidth, device));
     DeviceInfo info;
     info.name = properties.name;
     info.total_memory = properties.totalGlobalMem;

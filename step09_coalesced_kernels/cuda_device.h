@@ -18,5 +18,6 @@ struct DeviceInfo {
     double peak_gb_per_s = 0;  // memory clock x bus width x 2 (double data rate), in 1e9 B/s
 };
 
-// Device 0, the one every kernel runs on.
+// The current device (cudaSetDevice's, device 0 unless the program chose), where every kernel
+// runs.
 DeviceInfo device_info();

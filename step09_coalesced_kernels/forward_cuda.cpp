@@ -1,5 +1,5 @@
 // forward_cuda.cpp - forward_cpu.cpp with gpu:: in front of every operator. Plain C++: the
-// CUDA code is all in ops_cuda.cu.
+// CUDA code is all in the .cu files.
 #include "forward_cuda.h"
 
 #include "error.h"

@@ -1,5 +1,6 @@
-// step09: step08's program on kernels that read memory at full speed (ops_cuda.cu): coalesced
-// loads, shared-memory tiles, block reductions, attention split over the cached positions.
+// step09: step08's program on kernels that read memory at full speed (matvec.cu, tiled_gemm.cu,
+// decode_attention.cu, ...): coalesced loads, shared-memory tiles, block reductions, attention
+// split over the cached positions.
 //
 //   make step09 && ./step09 models/tiny-qwen2.gguf -p "Once upon a time," -n 32 --seed 42
 //   ./step09 models/qwen2.5-coder-0.5b-instruct.gguf -i          chat; /reset, /exit

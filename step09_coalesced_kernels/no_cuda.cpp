@@ -1,10 +1,10 @@
 // no_cuda.cpp - what a build without the CUDA toolkit links in place of the .cu files.
 //
-// The Makefile compiles this file only when nvcc is missing, and then leaves out
-// cuda_device.cu, device_buffer.cu and ops_cuda.cu. Every function they define is defined here
-// too, so the program and its checks still build and run on the CPU: no GPU is ever found
-// (main() then runs on the CPU, the GPU checks skip), and anything that would need one fails
-// with the same one line saying how to get a build with GPU code.
+// The Makefile compiles this file only when nvcc is missing, and then leaves out every .cu
+// file. Every function of theirs that the .cpp files call is defined here too, so the program
+// and its checks still build and run on the CPU: no GPU is ever found (main() then runs on the
+// CPU, the GPU checks skip), and anything that would need one fails with the same one line
+// saying how to get a build with GPU code.
 #include "cuda_device.h"
 #include "device_buffer.h"
 #include "error.h"

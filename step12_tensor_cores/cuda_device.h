@@ -18,9 +18,10 @@ struct DeviceInfo {
     double peak_gb_per_s = 0;  // memory clock x bus width x 2 (double data rate), in 1e9 B/s
 };
 
-// Device 0, the one every kernel runs on.
+// The current device (cudaSetDevice's, device 0 unless the program chose), where every kernel
+// runs.
 DeviceInfo device_info();
 
-// Its streaming multiprocessors (132 on an H200), asked once: kernels size their grids by it.
-// (Step 12 moved it here from ops_cuda.cu, for the tensor-core GEMM too.)
+// The streaming multiprocessors of the current device (132 on an H200), asked once: kernels
+// size their grids by it.
 int multiprocessor_count();

@@ -1,9 +1,10 @@
-// flash_attention.cu - step 12: a prompt's attention with both of its products on the tensor
-// cores (flash attention).
+// flash_attention.cu - a prompt's attention with both of its products on the tensor cores
+// (flash attention). Written in step 12.
 //
 // Attention over n positions is two matrix products per head, S = Q K^T (n x n scores) and
-// O = softmax(S) V, and step 9's prompt kernel ran both on CUDA cores, two queries a warp,
-// one float multiply-add at a time. At 4096 tokens they are 1.4 TFLOP at 1.5B, an eighth of the matrix products' work.
+// O = softmax(S) V, and the float kernel (prompt_attention.cu) runs both on CUDA cores, two
+// queries a warp, one float multiply-add at a time. At 4096 tokens they are 1.4 TFLOP at
+// 1.5B, an eighth of the matrix products' work.
 // Here a block takes 64 queries of one head, a warp 16 of them, and walks the keys in tiles
 // of 64 positions:
 //
@@ -36,6 +37,7 @@ constexpr int kFlashWarps = 4;
 constexpr int kFlashThreads = 32 * kFlashWarps;
 constexpr int kFlashQueries = 16 * kFlashWarps;  // 64 queries a block, 16 a warp
 constexpr int kFlashKeys = 64;                   // positions a key tile
+static_assert(kFlashQueries <= kFlashKeys, "the query tile passes through the key tile's memory");
 
 // A tile row is padded by 8 values (16 bytes): rows of 144 or 272 bytes put the 8 rows that one
 // ldmatrix reads on 8 different banks, as in the GEMM.
@@ -45,13 +47,14 @@ struct FlashTiles {
     __half values[kFlashKeys][kHeadDim + 8];  // (position, dim)
 };
 
-// `rows` rows of kHeadDim floats, row r at src + r * stride, rounded into tile; rows at or
-// past n_rows are zeros. Four floats a thread at a time, 8 bytes of F16 stored.
-template <int kHeadDim>
+// kRows rows of kHeadDim floats, row r at src + r * stride, rounded into tile (which has at
+// least kRows rows); rows at or past n_rows are zeros. Four floats a thread at a time, 8 bytes
+// of F16 stored.
+template <int kRows, int kHeadDim>
 __device__ void load_rows(__half (*tile)[kHeadDim + 8], const float* src, int64_t stride,
                           int n_rows) {
     constexpr int kQuads = kHeadDim / 4;
-    for (int i = threadIdx.x; i < kFlashKeys * kQuads; i += kFlashThreads) {
+    for (int i = threadIdx.x; i < kRows * kQuads; i += kFlashThreads) {
         const int row = i / kQuads, d = (i % kQuads) * 4;
         const float4 value = row < n_rows ? *reinterpret_cast<const float4*>(src + row * stride + d)
                                           : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -75,8 +78,9 @@ __global__ void __launch_bounds__(kFlashThreads)
     const float scale_log2 = 1.4426950408889634f / sqrtf(float(kHeadDim));  // log2(e) / sqrt(d)
 
     // The query tile, through the key tile's shared memory, into registers.
-    load_rows<kHeadDim>(tiles.keys, q + int64_t(first_query) * q_dim + head * kHeadDim, q_dim,
-                        n_tokens - first_query);
+    load_rows<kFlashQueries, kHeadDim>(tiles.keys,
+                                       q + int64_t(first_query) * q_dim + head * kHeadDim, q_dim,
+                                       n_tokens - first_query);
     __syncthreads();
     uint32_t query[kDimSteps][4];
 #pragma unroll
@@ -97,8 +101,8 @@ __global__ void __launch_bounds__(kFlashThreads)
     for (int first_key = 0; first_key < n_keys; first_key += kFlashKeys) {
         __syncthreads();  // the last tile (or the query tile) is no longer read
         const int64_t at = int64_t(first_key) * kv_dim + kv_head * kHeadDim;
-        load_rows<kHeadDim>(tiles.keys, k + at, kv_dim, n_keys - first_key);
-        load_rows<kHeadDim>(tiles.values, v + at, kv_dim, n_keys - first_key);
+        load_rows<kFlashKeys, kHeadDim>(tiles.keys, k + at, kv_dim, n_keys - first_key);
+        load_rows<kFlashKeys, kHeadDim>(tiles.values, v + at, kv_dim, n_keys - first_key);
         __syncthreads();
         // A warp whose queries all lie before the tile (or are all padding) has nothing to add.
         if (warp_first >= n_tokens || first_key > warp_last_position) continue;
@@ -148,11 +152,12 @@ __global__ void __launch_bounds__(kFlashThreads)
                 row_sum[e / 2] += score[j][e];
             }
 #pragma unroll
-        for (int n = 0; n < 2 * kDimSteps; n++)
+        for (int n = 0; n < 2 * kDimSteps; n++) {
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[n][e] *= rescale[e / 2];
-                // O += P V: P's columns 16 kk .. 16 kk + 15 are score columns 2 kk and 2 kk + 1, already
-                // in A's layout; V through the transposing ldmatrix.
+        }
+        // O += P V: P's columns 16 kk .. 16 kk + 15 are score columns 2 kk and 2 kk + 1, already
+        // in A's layout; V through the transposing ldmatrix.
 #pragma unroll
         for (int kk = 0; kk < kKeySteps; kk++) {
             const uint32_t p[4] = {pack_pair<__half>(score[2 * kk][0], score[2 * kk][1]),

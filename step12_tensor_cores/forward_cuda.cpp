@@ -1,6 +1,6 @@
 // forward_cuda.cpp - forward_cpu.cpp with gpu:: in front of every operator, and step 10's
 // Decoder, which runs one token as a replayed CUDA graph. Plain C++: the CUDA code is all in
-// ops_cuda.cu and cuda_graph.cu.
+// the .cu files.
 #include "forward_cuda.h"
 
 #include <algorithm>
@@ -127,7 +127,7 @@ void forward(const ModelConfig& config, const DeviceWeights& weights,
     const int n_logit_rows = rows == LogitRows::All ? n : 1;
     const int chunk = std::min(n, kPromptChunk);
     resize_state(state, config, chunk, weights.n_vocab, n_logit_rows);
-    // Step 12: chunk after chunk, each attending to the cache the chunks before it filled.
+    // Chunk after chunk, each attending to the cache the chunks before it filled.
     for (int first = 0; first < n; first += kPromptChunk) {
         const int n_chunk = std::min(kPromptChunk, n - first);
         const bool last = first + n_chunk == n;
@@ -252,7 +252,7 @@ Decoder::Decoder(const ModelConfig& config, const DeviceWeights& weights, Device
 }
 
 int32_t Decoder::next_token(const std::vector<int32_t>& new_ids, std::vector<float>* logits) {
-    if (new_ids.size() != 1) {  // a prompt: step 9's kernels, on the default stream
+    if (new_ids.size() != 1) {  // a prompt: the eager path, on the default stream
         slots_known_ = false;
         return gpu::next_token(config_, weights_, new_ids, cache_, prompt_state_, logits);
     }

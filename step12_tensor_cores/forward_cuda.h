@@ -20,12 +20,11 @@
 #include "ops_cuda.h"
 #include "quant_dot.h"
 
-// Step 12: a prompt runs kPromptChunk tokens at a time, each chunk's attention reading the
-// cache the chunks before it filled. 512 tokens are enough to make every product compute-bound
-// (each weight, read once a chunk, serves 512 tokens: at 7B F16 the 15 GB of weights take 3 ms
-// to read against ~25 ms of tensor-core work), while the activations stay small at any prompt
-// length: gate and up are (512, d_ff) floats, 39 MB each at 7B, where a 32768-token prompt in
-// one pass would need 2.5 GB each. (llama.cpp's physical batch, -ub, is 512 by default too.)
+// A prompt runs kPromptChunk tokens at a time, each chunk's attention reading the cache the
+// chunks before it filled. A chunk this long makes every product compute-bound (each weight,
+// read once a chunk, serves every token of the chunk), while the activations stay small at any
+// prompt length: gate and up are (kPromptChunk, d_ff) floats, not (prompt length, d_ff).
+// (llama.cpp's physical batch, -ub, is 512 by default too.)
 constexpr int kPromptChunk = 512;
 
 // Every activation of one forward pass, in device memory, sized for the longest chunk run so
@@ -47,10 +46,10 @@ namespace gpu {
 
 // forward() of forward_cpu.h on the GPU: runs `ids` at the positions after those in the
 // cache, adds their keys and values to it, and leaves the logits in state.logits (on the
-// device; state.logits.download() copies them to the host). Step 12: in chunks of
-// kPromptChunk tokens, the products and attention on the tensor cores (unless the weights are
-// F32). Fails like forward() on an empty
-// sequence, more tokens than the cache has room for, or a token id outside the vocabulary.
+// device; state.logits.download() copies them to the host). It runs in chunks of kPromptChunk
+// tokens, the products and attention on the tensor cores (unless the weights are F32). Fails
+// like forward() on an empty sequence, more tokens than the cache has room for, or a token id
+// outside the vocabulary.
 void forward(const ModelConfig& config, const DeviceWeights& weights,
              const std::vector<int32_t>& ids, DeviceKVCache& cache, DeviceRunState& state,
              LogitRows rows);

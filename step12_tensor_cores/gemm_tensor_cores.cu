@@ -1,9 +1,10 @@
-// gemm_tensor_cores.cu - step 12: out = x W^T for a prompt, on the tensor cores.
+// gemm_tensor_cores.cu - out = x W^T for a prompt, on the tensor cores; matmul.cu chooses it for
+// F16, BF16 and block matrices. Written in step 12.
 //
-// Step 9's tiled GEMM (ops_cuda.cu) does its multiply-adds one FMA instruction at a time, 32 a
+// The tiled GEMM (tiled_gemm.cu) does its multiply-adds one FMA instruction at a time, 32 a
 // warp. A tensor core takes a whole (16 x 16) x (16 x 8) product in one mma instruction (2048
-// multiply-adds a warp), on operands of 16 bits. So the work of this kernel is less the arithmetic than
-// keeping those instructions fed:
+// multiply-adds a warp), on operands of 16 bits. So the work of this kernel is less the
+// arithmetic than keeping those instructions fed:
 //
 //   1. Tiles. A block of 4 warps computes a tile of kTileTokens x 128 outputs. It walks in_dim
 //      32 at a time; each step brings a (tokens, 32) slice of x and a (128, 32) slice of W into
@@ -21,9 +22,7 @@
 //   5. cp.async and a pipeline of kStages stages. While step k is multiplied out of one stage,
 //      the slices of steps k + 1 .. k + 3 are on their way into the others, copied without a
 //      round trip through registers; a block matrix's pieces go through registers (they are
-//      unpacked), loaded before step k's multiplications and stored after them. (The first
-//      version had two stages and 8 warps of 64 x 32: docs/en/step12.md, section 4, measures
-//      the change.)
+//      unpacked), loaded before step k's multiplications and stored after them.
 //
 // Hopper's own tensor-core instructions (wgmma: a warp group of 128 threads multiplying tiles
 // straight out of shared memory, fed by the TMA copy engine) are the next level; mma.sync
@@ -40,13 +39,19 @@
 
 namespace gpu {
 
-constexpr int kTileOutputs = 128, kTileDepth = 32, kStages = 4;
+constexpr int kTcTileOutputs = 128, kTcTileDepth = 32, kStages = 4;
+// A tile is kTallTileTokens tokens high, or kShortTileTokens when tall tiles would leave
+// multiprocessors without one; the operand matrix is padded to whole tiles of either height.
+constexpr int kTallTileTokens = 128, kShortTileTokens = 64;
+static_assert(kTallTileTokens % kShortTileTokens == 0, "a tall tile is whole short tiles");
 constexpr int kTcWarpsTokens = 2, kTcWarpsOutputs = 2;  // 4 warps: 2 x 2 of the tile
 constexpr int kTcThreads = 32 * kTcWarpsTokens * kTcWarpsOutputs;
-constexpr int kRowStride = kTileDepth + 8;  // values a tile row takes in shared memory (80 bytes)
-constexpr int kWarpOutputs = kTileOutputs / kTcWarpsOutputs;  // 64: 8 mma columns of 8
+constexpr int kRowStride = kTcTileDepth + 8;  // values a tile row takes in shared memory (80 bytes)
+constexpr int kWarpOutputs = kTcTileOutputs / kTcWarpsOutputs;  // 64: 8 mma columns of 8
 constexpr int kChunkValues = 8;                               // 16 bytes of 16-bit values
-constexpr int kChunksPerRow = kTileDepth / kChunkValues;      // 4
+constexpr int kChunksPerRow = kTcTileDepth / kChunkValues;      // 4
+static_assert(kTcTileDepth % 16 == 0 && kTcTileDepth % kChunkValues == 0,
+              "a slice is whole mma steps of 16 and whole 16-byte chunks");
 
 // How a block gets its slice of W into shared memory.
 enum class WeightPath {
@@ -58,12 +63,14 @@ enum class WeightPath {
 template <typename Operand, int kTileTokens>
 struct GemmTiles {
     Operand x[kStages][kTileTokens][kRowStride];   // (stage, token, k) of the operand matrix
-    Operand w[kStages][kTileOutputs][kRowStride];  // (stage, output, k) of W
+    Operand w[kStages][kTcTileOutputs][kRowStride];  // (stage, output, k) of W
 };
 
 // A thread's share of one slice of W: kWeightChunks (row, k chunk) pairs, chunk threadIdx.x +
 // j * kTcThreads for j = 0, 1, ...: neighbouring threads fill neighbouring chunks of a row.
-constexpr int kWeightChunks = kTileOutputs * kChunksPerRow / kTcThreads;  // 4
+constexpr int kWeightChunks = kTcTileOutputs * kChunksPerRow / kTcThreads;  // 4
+static_assert(kTcTileOutputs * kChunksPerRow % kTcThreads == 0,
+              "every thread loads as many chunks of W's slice");
 
 template <typename Operand, typename Weight, WeightPath path>
 struct WeightSlice {
@@ -118,7 +125,7 @@ __device__ void store_weight_slice(const WeightSlice<Operand, Weight, path>& sli
 }
 
 // The slice of the operand matrix at k0: kTileTokens rows of 4 chunks, by cp.async. The matrix
-// is padded with zeros to whole tiles (padded_dim a multiple of kTileDepth), so no chunk is out.
+// is padded with zeros to whole tiles (padded_dim a multiple of kTcTileDepth), so no chunk is out.
 template <typename Operand, int kTileTokens>
 __device__ void load_x_slice(Operand (*x_tile)[kRowStride], const Operand* x, int first_token,
                              int k0, int padded_dim) {
@@ -141,11 +148,11 @@ __global__ void __launch_bounds__(kTcThreads)
     extern __shared__ __align__(128) uint8_t shared_bytes[];
     GemmTiles<Operand, kTileTokens>& tiles =
         *reinterpret_cast<GemmTiles<Operand, kTileTokens>*>(shared_bytes);
-    const int first_token = blockIdx.y * kTileTokens, first_output = blockIdx.x * kTileOutputs;
+    const int first_token = blockIdx.y * kTileTokens, first_output = blockIdx.x * kTcTileOutputs;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warp_tokens = (warp / kTcWarpsOutputs) * kWarpTokens;
     const int warp_outputs = (warp % kTcWarpsOutputs) * kWarpOutputs;
-    const int n_steps = padded_dim / kTileDepth;
+    const int n_steps = padded_dim / kTcTileDepth;
     // BEGIN SOLUTION step12 tensor_core_gemm_kernel
     float acc[kFragsTokens][kFragsOutputs][4] = {};
     WeightSlice<Operand, Weight, path> slice;
@@ -153,9 +160,9 @@ __global__ void __launch_bounds__(kTcThreads)
     // The first kStages - 1 steps' slices set off, one cp.async group each.
     for (int step = 0; step < kStages - 1; step++) {
         if (step < n_steps) {
-            load_x_slice<Operand, kTileTokens>(tiles.x[step], x, first_token, step * kTileDepth,
+            load_x_slice<Operand, kTileTokens>(tiles.x[step], x, first_token, step * kTcTileDepth,
                                                padded_dim);
-            load_weight_slice(slice, tiles.w[step], w, first_output, step * kTileDepth, in_dim,
+            load_weight_slice(slice, tiles.w[step], w, first_output, step * kTcTileDepth, in_dim,
                               out_dim);
             store_weight_slice(slice, tiles.w[step]);
         }
@@ -169,22 +176,23 @@ __global__ void __launch_bounds__(kTcThreads)
         const int ahead = step + kStages - 1, ahead_stage = ahead % kStages;
         if (ahead < n_steps) {
             load_x_slice<Operand, kTileTokens>(tiles.x[ahead_stage], x, first_token,
-                                               ahead * kTileDepth, padded_dim);
-            load_weight_slice(slice, tiles.w[ahead_stage], w, first_output, ahead * kTileDepth,
+                                               ahead * kTcTileDepth, padded_dim);
+            load_weight_slice(slice, tiles.w[ahead_stage], w, first_output, ahead * kTcTileDepth,
                               in_dim, out_dim);
         }
         copy_async_commit();
         const int stage = step % kStages;
 #pragma unroll
-        for (int kk = 0; kk < kTileDepth; kk += 16) {
+        for (int kk = 0; kk < kTcTileDepth; kk += 16) {
             // A's quarters: lanes 0-15 give rows 0-15 at column kk, lanes 16-31 at kk + 8.
             uint32_t a[kFragsTokens][4];
 #pragma unroll
-            for (int i = 0; i < kFragsTokens; i++)
+            for (int i = 0; i < kFragsTokens; i++) {
                 load_matrix_x4(
                     a[i], &tiles.x[stage][warp_tokens + 16 * i + lane % 16][kk + (lane / 16) * 8]);
-                // B for two columns of 8 at once: lanes 0-7 rows 0-7 at kk, 8-15 the same rows at
-                // kk + 8, 16-31 rows 8-15 likewise.
+            }
+            // B for two columns of 8 at once: lanes 0-7 rows 0-7 at kk, 8-15 the same rows at
+            // kk + 8, 16-31 rows 8-15 likewise.
 #pragma unroll
             for (int j = 0; j < kFragsOutputs; j += 2) {
                 uint32_t b[4];
@@ -229,8 +237,9 @@ __global__ void round_operands_kernel(Operand* out, const float* x, int n_tokens
 
 bool gpu_has_tensor_core_mma() {
     static const bool has = [] {
-        int major = 0;
-        CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+        int device = 0, major = 0;
+        CUDA_CHECK(cudaGetDevice(&device));
+        CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
         return major >= 8;
     }();
     return has;
@@ -249,9 +258,9 @@ bool tensor_cores_take(uint32_t w_type) {
 }
 
 int tensor_core_tile_tokens(int n_tokens, int out_dim) {
-    const int64_t column_tiles = (out_dim + kTileOutputs - 1) / kTileOutputs;
-    const int64_t tall_tiles = column_tiles * ((n_tokens + 127) / 128);
-    return tall_tiles >= multiprocessor_count() ? 128 : 64;
+    const int64_t column_tiles = (out_dim + kTcTileOutputs - 1) / kTcTileOutputs;
+    const int64_t tall_tiles = column_tiles * ((n_tokens + kTallTileTokens - 1) / kTallTileTokens);
+    return tall_tiles >= multiprocessor_count() ? kTallTileTokens : kShortTileTokens;
 }
 
 // The rounded operand matrix, in device memory kept between calls like the attention's scratch.
@@ -264,7 +273,7 @@ static void* operand_scratch(size_t bytes) {
 template <typename Operand, typename Weight, WeightPath path, int kTileTokens>
 static void launch_tiles(float* out, const Operand* x, const Weight* w, int n_tokens, int in_dim,
                          int padded_dim, int out_dim) {
-    const dim3 grid((out_dim + kTileOutputs - 1) / kTileOutputs,
+    const dim3 grid((out_dim + kTcTileOutputs - 1) / kTcTileOutputs,
                     (n_tokens + kTileTokens - 1) / kTileTokens);
     auto* kernel = tensor_core_gemm_kernel<Operand, Weight, path, kTileTokens>;
     const int shared_bytes = sizeof(GemmTiles<Operand, kTileTokens>);
@@ -279,19 +288,21 @@ template <typename Operand, typename Weight, WeightPath path>
 static void launch_gemm(float* out, const float* x, const Weight* w, int n_tokens, int in_dim,
                         int out_dim) {
     const int tile_tokens = tensor_core_tile_tokens(n_tokens, out_dim);
-    const int padded_tokens = (n_tokens + 127) / 128 * 128;  // whole tiles of either height
-    const int padded_dim = (in_dim + kTileDepth - 1) / kTileDepth * kTileDepth;
+    // whole tiles of either height
+    const int padded_tokens = (n_tokens + kTallTileTokens - 1) / kTallTileTokens * kTallTileTokens;
+    const int padded_dim = (in_dim + kTcTileDepth - 1) / kTcTileDepth * kTcTileDepth;
     const int64_t n_operands = int64_t(padded_tokens) * padded_dim;
     Operand* operands = static_cast<Operand*>(operand_scratch(n_operands * sizeof(Operand)));
     round_operands_kernel<Operand><<<unsigned((n_operands + 255) / 256), 256>>>(
         operands, x, n_tokens, in_dim, padded_tokens, padded_dim);
     check_launch("round_operands_kernel");
-    if (tile_tokens == 128)
-        launch_tiles<Operand, Weight, path, 128>(out, operands, w, n_tokens, in_dim, padded_dim,
-                                                 out_dim);
-    else
-        launch_tiles<Operand, Weight, path, 64>(out, operands, w, n_tokens, in_dim, padded_dim,
-                                                out_dim);
+    if (tile_tokens == kTallTileTokens) {
+        launch_tiles<Operand, Weight, path, kTallTileTokens>(out, operands, w, n_tokens, in_dim,
+                                                             padded_dim, out_dim);
+    } else {
+        launch_tiles<Operand, Weight, path, kShortTileTokens>(out, operands, w, n_tokens, in_dim,
+                                                              padded_dim, out_dim);
+    }
 }
 
 void tensor_core_matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens,
@@ -300,8 +311,9 @@ void tensor_core_matmul(float* out, const float* x, const void* w, uint32_t w_ty
     if (!tensor_cores_take(w_type))
         fail("gpu::tensor_core_matmul takes F16, BF16, Q8_0, Q5_0, Q4_K or Q6_K weights, not %s",
              type_name(w_type));
-    if ((n_tokens + 63) / 64 > 65535)  // the grid's y dimension
-        fail("gpu::tensor_core_matmul takes up to %d tokens at once, not %d", 65535 * 64, n_tokens);
+    if ((n_tokens + kShortTileTokens - 1) / kShortTileTokens > 65535)  // the grid's y dimension
+        fail("gpu::tensor_core_matmul takes up to %d tokens at once, not %d",
+             65535 * kShortTileTokens, n_tokens);
     // 16-byte copies need rows of whole, aligned chunks.
     const bool copies_fit = in_dim % kChunkValues == 0 && uintptr_t(w) % 16 == 0;
     with_weight_type(w_type, "tensor_core_matmul", [&](auto tag) {
@@ -314,9 +326,11 @@ void tensor_core_matmul(float* out, const float* x, const void* w, uint32_t w_ty
             else
                 launch_gemm<Weight, Weight, WeightPath::Singles>(out, x, weights, n_tokens, in_dim,
                                                                  out_dim);
-        } else if constexpr (kBlockWeights<Weight> > 1) {
+        } else if constexpr (kIsBlockType<Weight>) {
             launch_gemm<__half, Weight, WeightPath::Pieces>(out, x, weights, n_tokens, in_dim,
                                                             out_dim);
+        } else {  // a type tensor_cores_take accepts and no path here reads
+            fail("gpu::tensor_core_matmul has no way to read %s weights", type_name(w_type));
         }
     });
 }

@@ -1,12 +1,15 @@
 // ops_cuda.h - the operators of ops_cpu.h as CUDA kernels: same names (in namespace gpu), same
 // arguments, same results up to float rounding, but every pointer is a device pointer. After
-// them come step 10's fused kernels for one token, each equal to a composition of them.
+// them come step 10's fused kernels for one token (fused_decode.cu), each equal to a
+// composition of them.
 //
-// Step 9's kernels read memory the way the GPU wants it read (ops_cuda.cu says how): a warp
-// per row of W for one token, shared-memory tiles for many, block-wide reductions for RMSNorm
-// and argmax, and attention split over the cached positions. The declarations are step 6's,
-// so forward_cuda.cpp runs them unchanged. Launches are asynchronous; a function returns
-// before its kernel has finished, and a later copy to the host waits for it.
+// The kernels read memory the way the GPU wants it read: a warp per row of W for one token
+// (matvec.cu), shared-memory tiles for many (tiled_gemm.cu), block-wide reductions for RMSNorm
+// and argmax (rmsnorm.cu, argmax.cu), and attention split over the cached positions
+// (decode_attention.cu, prompt_attention.cu); the element-wise operators are in
+// elementwise.cu. The declarations are step 6's, so forward_cuda.cpp runs them unchanged.
+// Launches are asynchronous; a function returns before its kernel has finished, and a later
+// copy to the host waits for it.
 //
 // Weight matrices on the device are F32, F16 or BF16, or (step 11) the file's own blocks of
 // Q8_0, Q5_0, Q4_K or Q6_K, dequantized in registers (quant_blocks_cuda.cuh); device_weights.h
@@ -57,6 +60,21 @@ void residual_add(float* x, const float* delta, int64_t n);
 // Index of the largest of n values, the first one on a tie (as the CPU's); waits for the
 // device to return it. Like the CPU's, it never picks a NaN, unless x[0] is one.
 int argmax(const float* x, int n);
+
+// ---- the kernels that matmul and attention choose between ----
+
+// matmul of one token: a warp (or, for long rows, a block) per row of W.
+void matvec(float* out, const float* x, const void* w, uint32_t w_type, int in_dim,
+            int out_dim);
+// matmul of several tokens: a 64 x 64 tile of out per block.
+void tiled_gemm(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens,
+                int in_dim, int out_dim);
+// attention of one new token, at first_position: chunks of the positions, then their merge.
+void split_attention(float* out, const float* q, const float* k, const float* v,
+                     int first_position, int n_heads, int n_kv_heads, int head_dim);
+// attention of several new tokens: a block per 16 queries of one head.
+void prefill_attention(float* out, const float* q, const float* k, const float* v, int n_tokens,
+                       int first_position, int n_heads, int n_kv_heads, int head_dim);
 
 // ---- Step 10: one token's pass in 6 kernels a layer, ready to be captured in a graph ----
 //

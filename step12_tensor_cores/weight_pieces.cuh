@@ -1,6 +1,8 @@
-// weight_pieces.cuh - how every kernel reads a row of weights, whatever their type: step 11's
-// pieces, moved out of ops_cuda.cu in step 12 so that the tensor-core GEMM
-// (gemm_tensor_cores.cu) reads weights through the same functions as the other kernels.
+// weight_pieces.cuh - how the kernels read weights of any storage type, plain (F32, F16, BF16)
+// or blocks (Q8_0, Q5_0, Q4_K, Q6_K, laid out in quant_blocks_cuda.cuh): a row read in pieces,
+// the one switch that turns a ggml type id into the device type a kernel is compiled for, and
+// the shape of the kernels that read rows of W a warp at a time (matvec.cu, fused_decode.cu).
+// Written in step 9; last changed in step 11 (the block types, read in pieces).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -21,10 +23,9 @@ __device__ inline float to_float(__nv_bfloat16 value) { return __bfloat162float(
 
 inline const char* type_name(uint32_t type) { return ggml_type_info(type).name; }
 
-// ---- Step 11: a row of any weight type, read the same way ----
+// ---- a row of any weight type, read the same way ----
 //
-// The kernels (ops_cuda.cu, gemm_tensor_cores.cu) are written once for every weight type. They
-// need four things of a type:
+// The kernels are written once for every weight type. They need four things of a type:
 //   kBlockWeights<W>  weights per W (1 for F32/F16/BF16, 32 or 256 for a block type), so that
 //                     row r of a matrix of rows of `dim` weights starts at w + r * dim / kBlockWeights
 //   kPieceWeights<W>  weights per piece, the unit a lane loads: a 16-byte load of F32/F16/BF16
@@ -45,20 +46,23 @@ template <>
 constexpr int kBlockWeights<BlockQ6_K> = 256;
 
 template <typename Weight>
+constexpr bool kIsBlockType = kBlockWeights<Weight> > 1;
+
+template <typename Weight>
 constexpr int kPieceWeights = kBlockWeights<Weight> == 1 ? 16 / sizeof(Weight) : 8;
 
 template <typename Weight>
-__device__ const Weight* row_start(const Weight* w, int64_t row, int dim) {
+__device__ inline const Weight* row_start(const Weight* w, int64_t row, int dim) {
     return w + row * (dim / kBlockWeights<Weight>);
 }
 
 template <typename Weight>
-__device__ float weight_at(const Weight* row, int i) {
+__device__ inline float weight_at(const Weight* row, int i) {
     return to_float(row[i]);
 }
 
 template <typename Weight>
-__device__ uint4 load_piece(const Weight* row, int p) {
+__device__ inline uint4 load_piece(const Weight* row, int p) {
     return __ldg(reinterpret_cast<const uint4*>(row) + p);
 }
 
@@ -83,7 +87,7 @@ __device__ inline void unpack(uint4 bytes, int, float (&w)[8], const __nv_bfloat
 }
 // A block type's pieces are unpacked by quant_blocks_cuda.cuh's unpack(piece, p, w).
 template <typename Piece, typename Block>
-__device__ void unpack(const Piece& piece, int p, float (&w)[8], const Block*) {
+__device__ inline void unpack(const Piece& piece, int p, float (&w)[8], const Block*) {
     unpack(piece, p, w);
 }
 
@@ -91,9 +95,9 @@ __device__ void unpack(const Piece& piece, int p, float (&w)[8], const Block*) {
 // to 16 bytes, and a row a whole number of pieces; a block type's rows are whole blocks, whose
 // fields are read with loads of 2 to 8 bytes. Otherwise the kernels read one weight at a time.
 template <typename Weight>
-static bool pieces_fit(int dim, const void* w, const float* x, const float* g = nullptr) {
+inline bool pieces_fit(int dim, const void* w, const float* x, const float* g = nullptr) {
     const bool vectors_align = uintptr_t(x) % 16 == 0 && uintptr_t(g) % 16 == 0;
-    if (kBlockWeights < Weight >> 1) return vectors_align && dim % kBlockWeights<Weight> == 0;
+    if (kIsBlockType<Weight>) return vectors_align && dim % kBlockWeights<Weight> == 0;
     return vectors_align && dim % kPieceWeights<Weight> == 0 && uintptr_t(w) % 16 == 0;
 }
 
@@ -118,5 +122,32 @@ static void with_weight_type(uint32_t w_type, const char* op, Launch&& launch) {
                  type_name(w_type));
     }
 }
+
+// Warps per block of the kernels that read a row of W a warp at a time.
+constexpr int kMatvecWarps = 4;
+
+// The 16-byte pieces of a row a lane loads before it uses the first. An unrolled loop does not
+// do that for a row shorter than the unrolling: the GPU issues instructions in order, so each
+// iteration's multiply-adds would wait for its own load before the next load is asked for.
+// The batch's registers are the price: twice as many registers a thread can halve the blocks
+// a multiprocessor holds, so a row much longer than a batch may read slower.
+constexpr int kLoadBatch = 8;
+
+// A block type's pieces hold more registers than a 16-byte load (its block's scales come with
+// them), so fewer of them are loaded ahead.
+constexpr int kBlockBatch = 4;
+template <typename Weight>
+constexpr int kLoadBatchOf = kBlockWeights<Weight> == 1 ? kLoadBatch : kBlockBatch;
+
+// Piece p of a block row times the 8-bit activations beneath it (quant_blocks_cuda.cuh). The
+// plain types never take this path; their overload exists so that the kernels compile.
+template <typename Weight, typename Piece>
+__device__ float dot_piece_q8(const Piece& piece, int p, const BlockQ8* x, const Weight*) {
+    if constexpr (kIsBlockType<Weight>) return dot_q8(piece, p, activation_piece(x, p));
+    else return 0.0f;
+}
+
+
+inline bool is_block_type(uint32_t type) { return ggml_type_info(type).block_size > 1; }
 
 }  // namespace gpu

@@ -5,7 +5,9 @@
 #   - a file the later step changes on purpose (named in its carried_changes.txt) is never
 #     overwritten: the edit made to the earlier step's copy since BASE is merged into it with
 #     `git merge-file`; if the two edits touch the same lines, the file is left as it was and
-#     listed as a conflict to merge by hand.
+#     listed as a conflict to merge by hand;
+#   - a file the later step removes (its carried_changes.txt line reads `NAME  removed: why`)
+#     is left out: a fix to it belongs in the files that replace it, by hand.
 #
 #   tools/carry_forward.sh               carry the edits made since the last commit
 #   tools/carry_forward.sh --base REV    carry the edits made since commit REV
@@ -22,6 +24,7 @@ for ((i = 1; i < ${#steps[@]}; i++)); do
         name=$(basename "$file")
         target="$current/$name"
         [ "$name" = carried_changes.txt ] && continue
+        grep -qE "^$name[[:space:]]+removed:" "$current/carried_changes.txt" 2>/dev/null && continue
         [ -e "$target" ] && cmp -s "$file" "$target" && continue
         if ! grep -qE "^$name([[:space:]]|\$)" "$current/carried_changes.txt" 2>/dev/null; then
             cp "$file" "$target"

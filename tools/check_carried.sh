@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The drift check that `make test` runs: every file of step N-1 is in step N byte for byte,
-# unless step N's carried_changes.txt names it as a change made on purpose. One check per step;
+# unless step N's carried_changes.txt names it as a change made on purpose, or as removed
+# (`NAME  removed: why`: then step N must not have it). One check per step;
 # ends with the summary line tools/check/run_tests.sh adds up ("carried_files: N passed, N failed,
 # 0 skipped"). A difference means a fix that was not carried forward (run tools/carry_forward.sh)
 # or a change to declare, with its reason, in carried_changes.txt.
@@ -15,8 +16,13 @@ for ((i = 1; i < ${#steps[@]}; i++)); do
     if [ ! -f "$declarations" ]; then
         problems+=("$declarations is missing (it lists the carried files the step changes)")
     else
-        while read -r name _; do
+        while read -r name how _; do
             [ -e "$previous/$name" ] || problems+=("$declarations names '$name', which $previous does not have")
+            if [ "$how" = removed: ]; then
+                [ -e "$current/$name" ] &&
+                    problems+=("$declarations says '$name' is removed, but $current has it")
+                continue
+            fi
             [ -e "$current/$name" ] && cmp -s "$previous/$name" "$current/$name" &&
                 problems+=("$declarations names '$name', but it is the same as in $previous")
         done < <(grep -v '^#' "$declarations" | grep .)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # What step NN adds to the step before it: `make diff STEP=NN`.
 #
-# Prints the step's own account of itself (the files it adds, and the carried files it changes
-# on purpose with the reason, from its carried_changes.txt), then the unified diff of the two
-# directories. New files are shown whole (diff -N), so the reader sees every added line.
+# Prints the step's own account of itself (the files it adds; from its carried_changes.txt the
+# files it removes and the carried files it changes on purpose, each with the reason), then the
+# unified diff of the two directories. New files are shown whole (diff -N), so the reader sees
+# every added line; a removed file's lines are shown as removed.
 set -eu
 cd "$(dirname "$0")/.."
 step=${1:-}
@@ -36,7 +37,13 @@ if [ -n "$added" ]; then
 else
     echo "#   (none: the step changes carried files only)"
 fi
+# A removed file is declared in carried_changes.txt as `NAME  removed: why`.
+removed='^[^#[:space:]]+[[:space:]]+removed:'
+if grep -qE "$removed" "$current/carried_changes.txt"; then
+    echo "# removed files (from $current/carried_changes.txt):"
+    grep -E "$removed" "$current/carried_changes.txt" | sed 's/^/#   /'
+fi
 echo "# carried files changed on purpose (from $current/carried_changes.txt):"
-grep -v '^#' "$current/carried_changes.txt" | grep . | sed 's/^/#   /'
+grep -v '^#' "$current/carried_changes.txt" | grep . | grep -vE "$removed" | sed 's/^/#   /'
 echo
 diff -ruN --exclude=carried_changes.txt "$previous" "$current" || [ $? -eq 1 ]

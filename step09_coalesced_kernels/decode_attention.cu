@@ -1,0 +1,232 @@
+// decode_attention.cu - the attention of one new token over the cached positions, split over
+// the positions ("flash-decoding"): split_attention_kernel computes each chunk's partial
+// result, merge_chunks_kernel combines them. Its CPU twin is ops_cpu.cpp's attention with one
+// query; attention.cu chooses it. Written in step 9.
+//
+// One thread per query head would keep 12 threads busy for a 1.5B model, each reading every
+// cached key and value alone. The work is a read of the cache, (positions, kv_dim) floats of K
+// and of V, so it wants the whole GPU reading it. Here the positions are cut into chunks and
+// each block takes one chunk of one KV head, for all the query heads that share that head
+// (grouped-query attention: a cache row is read once, not once per query head). A chunk is a
+// whole number of passes of 32 positions, as few as makes about two blocks per multiprocessor
+// (a short cache has fewer: one pass a chunk). In a pass each of the 4 warps takes 8
+// positions, a whole row each, lanes reading neighbouring floats.
+//
+// A softmax needs the maximum and the sum over *all* positions, which no chunk has. So each
+// chunk keeps its own: its largest score m, the sum l of exp(score - m) and the sum of the
+// values weighted by exp(score - m). Two such partial results combine exactly: with
+// M = max(m1, m2), l = l1 e^(m1-M) + l2 e^(m2-M), and likewise for the weighted values (the
+// "online softmax"). A block does that from pass to pass; merge_chunks_kernel does it over
+// the chunks, and divides by l.
+#include <algorithm>
+
+#include "attention.cuh"
+#include "cuda_check.h"
+#include "device_buffer.h"
+#include "ops_cuda.h"
+#include "reduce.cuh"
+
+namespace gpu {
+
+constexpr int kDecodeWarps = 4;
+constexpr int kPositionsPerWarp = 8;
+constexpr int kPassPositions = kDecodeWarps * kPositionsPerWarp;  // 32: one per lane, later
+
+// The chunks' partial results, for each (chunk, query head).
+struct ChunkPartials {
+    float* max;     // (n_chunks, n_heads)
+    float* sum;     // (n_chunks, n_heads)
+    float* values;  // (n_chunks, n_heads, head_dim)
+};
+
+__global__ void split_attention_kernel(ChunkPartials partials, const float* q, const float* k,
+                                       const float* v, int n_positions, int chunk_positions,
+                                       int n_heads, int n_kv_heads, int head_dim) {
+    // BEGIN SOLUTION step09 split_attention_kernel
+    __shared__ float queries[kMaxGroup][kMaxHeadDim];     // this KV head's group, scaled
+    __shared__ float weights[kMaxGroup][kPassPositions];  // scores, then exp(score - max)
+    __shared__ float running_max[kMaxGroup], running_sum[kMaxGroup], rescale[kMaxGroup];
+    __shared__ float warp_values[kDecodeWarps][kMaxGroup][kMaxHeadDim];
+    const int chunk = blockIdx.x, kv_head = blockIdx.y;
+    const int group = n_heads / n_kv_heads, first_head = kv_head * group;
+    const int kv_dim = n_kv_heads * head_dim;
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    const float scale = 1.0f / sqrtf(float(head_dim));
+    for (int i = threadIdx.x; i < group * head_dim; i += blockDim.x)
+        queries[i / head_dim][i % head_dim] = q[first_head * head_dim + i] * scale;
+    if (threadIdx.x < group) {
+        running_max[threadIdx.x] = -INFINITY;
+        running_sum[threadIdx.x] = 0.0f;
+    }
+    const int chunk_end = min(n_positions, (chunk + 1) * chunk_positions);
+    float value_sum[kMaxGroup][kSlotsPerLane] = {};  // this warp's share, lane's dimensions
+
+    for (int pass = chunk * chunk_positions; pass < chunk_end; pass += kPassPositions) {
+        __syncthreads();  // the queries are stored; the last pass's weights are used
+        // The warp's 8 key rows and 8 value rows, all loaded before the first is used (the
+        // loops are unrolled): 16 loads in flight per lane instead of one at a time.
+        float key[kPositionsPerWarp][kSlotsPerLane], value[kPositionsPerWarp][kSlotsPerLane];
+#pragma unroll
+        for (int p = 0; p < kPositionsPerWarp; p++) {
+            const int position = pass + warp + p * kDecodeWarps;
+#pragma unroll
+            for (int s = 0; s < kSlotsPerLane; s++) {
+                const int d = lane + s * kWarpSize;
+                const bool inside = position < chunk_end && d < head_dim;
+                const int64_t at = int64_t(position) * kv_dim + kv_head * head_dim + d;
+                key[p][s] = inside ? k[at] : 0.0f;
+                value[p][s] = inside ? v[at] : 0.0f;
+            }
+        }
+#pragma unroll
+        for (int p = 0; p < kPositionsPerWarp; p++) {
+            const int slot = warp + p * kDecodeWarps;  // the position's place in the pass
+            for (int g = 0; g < group; g++) {
+                float partial = 0.0f;
+#pragma unroll
+                for (int s = 0; s < kSlotsPerLane; s++)
+                    if (lane + s * kWarpSize < head_dim)
+                        partial += queries[g][lane + s * kWarpSize] * key[p][s];
+                const float score = warp_sum(partial);
+                if (lane == 0) weights[g][slot] = pass + slot < chunk_end ? score : -INFINITY;
+            }
+        }
+        __syncthreads();
+        // The online softmax, one warp per query head: lane j holds position pass + j. The
+        // pass holds at least one position, so the new maximum is finite.
+        for (int g = warp; g < group; g += kDecodeWarps) {
+            const float score = weights[g][lane], old_max = running_max[g];
+            const float new_max = fmaxf(old_max, warp_max(score));
+            const float weight = expf(score - new_max);  // 0 for the masked slots
+            const float weight_sum = warp_sum(weight);
+            weights[g][lane] = weight;
+            __syncwarp();  // every lane has read running_max[g] before lane 0 replaces it
+            if (lane == 0) {
+                rescale[g] = expf(old_max - new_max);  // 0 in the first pass
+                running_sum[g] = running_sum[g] * rescale[g] + weight_sum;
+                running_max[g] = new_max;
+            }
+        }
+        __syncthreads();
+        // The weighted values (a masked slot's weight is 0, its value row 0).
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; g++)
+            if (g < group) {
+#pragma unroll
+                for (int s = 0; s < kSlotsPerLane; s++) value_sum[g][s] *= rescale[g];
+#pragma unroll
+                for (int p = 0; p < kPositionsPerWarp; p++) {
+                    const float weight = weights[g][warp + p * kDecodeWarps];
+#pragma unroll
+                    for (int s = 0; s < kSlotsPerLane; s++) value_sum[g][s] += weight * value[p][s];
+                }
+            }
+    }
+
+    // The four warps' sums, added up: the chunk's result.
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; g++)
+#pragma unroll
+        for (int s = 0; s < kSlotsPerLane; s++)
+            if (g < group && lane + s * kWarpSize < head_dim)
+                warp_values[warp][g][lane + s * kWarpSize] = value_sum[g][s];
+    __syncthreads();
+    for (int i = threadIdx.x; i < group * head_dim; i += blockDim.x) {
+        const int g = i / head_dim, d = i % head_dim;
+        float total = 0.0f;
+        for (int w = 0; w < kDecodeWarps; w++) total += warp_values[w][g][d];
+        partials.values[(int64_t(chunk) * n_heads + first_head + g) * head_dim + d] = total;
+        if (d == 0) {
+            partials.max[chunk * n_heads + first_head + g] = running_max[g];
+            partials.sum[chunk * n_heads + first_head + g] = running_sum[g];
+        }
+    }
+    // END SOLUTION
+}
+
+// One block per query head. Its 4 warps take every 4th chunk, lanes the head's dimensions,
+// so the chunks' rows are read coalesced and 4 at a time; then the warps' sums are added.
+__global__ void merge_chunks_kernel(float* out, ChunkPartials partials, int n_chunks, int n_heads,
+                                    int head_dim) {
+    // BEGIN SOLUTION step09 merge_chunks_kernel
+    __shared__ float warp_maxima[kDecodeWarps];
+    __shared__ float warp_sums[kDecodeWarps];
+    __shared__ float warp_values[kDecodeWarps][kMaxHeadDim];
+    const int head = blockIdx.x;
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    float max = -INFINITY;
+    for (int c = threadIdx.x; c < n_chunks; c += blockDim.x)
+        max = fmaxf(max, partials.max[c * n_heads + head]);
+    max = warp_max(max);
+    if (lane == 0) warp_maxima[warp] = max;
+    __syncthreads();
+    for (int i = 0; i < kDecodeWarps; i++) max = fmaxf(max, warp_maxima[i]);
+
+    float sum = 0.0f, weighted[kSlotsPerLane] = {};
+#pragma unroll 4
+    for (int c = warp; c < n_chunks; c += kDecodeWarps) {
+        const float rescale = expf(partials.max[c * n_heads + head] - max);
+        sum += partials.sum[c * n_heads + head] * rescale;
+        const float* values = partials.values + (int64_t(c) * n_heads + head) * head_dim;
+#pragma unroll
+        for (int s = 0; s < kSlotsPerLane; s++)
+            if (lane + s * kWarpSize < head_dim)
+                weighted[s] += values[lane + s * kWarpSize] * rescale;
+    }
+    if (lane == 0) warp_sums[warp] = sum;
+#pragma unroll
+    for (int s = 0; s < kSlotsPerLane; s++)
+        if (lane + s * kWarpSize < head_dim) warp_values[warp][lane + s * kWarpSize] = weighted[s];
+    __syncthreads();
+    float total = 0.0f;
+    for (int i = 0; i < kDecodeWarps; i++) total += warp_sums[i];
+    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+        float value = 0.0f;
+        for (int i = 0; i < kDecodeWarps; i++) value += warp_values[i][d];
+        out[head * head_dim + d] = value / total;
+    }
+    // END SOLUTION
+}
+
+// The multiprocessors of the current device, asked once.
+static int multiprocessor_count() {
+    static const int count = [] {
+        int device = 0, n = 0;
+        CUDA_CHECK(cudaGetDevice(&device));
+        CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+        return n;
+    }();
+    return count;
+}
+
+// The chunks' partial results, in device memory kept between calls (a cudaMalloc per call
+// would cost more than the kernels). There are at most ~2 chunks per multiprocessor, so it
+// stays small at any context length.
+static ChunkPartials chunk_partials(int n_chunks, int n_heads, int head_dim) {
+    static DeviceBuffer<float> scratch;
+    const size_t stats = size_t(n_chunks) * n_heads;
+    scratch.resize(stats * (head_dim + 2));
+    float* base = scratch.data();
+    return ChunkPartials{base, base + stats, base + 2 * stats};
+}
+
+void split_attention(float* out, const float* q, const float* k, const float* v,
+                     int first_position, int n_heads, int n_kv_heads, int head_dim) {
+    // About two blocks per multiprocessor: as many chunks as that takes for all KV heads,
+    // each a whole number of 32-position passes.
+    const int n_positions = first_position + 1;
+    const int wanted_chunks = std::max(1, 2 * multiprocessor_count() / n_kv_heads);
+    const int n_passes = (n_positions + kPassPositions - 1) / kPassPositions;
+    const int passes_per_chunk = (n_passes + wanted_chunks - 1) / wanted_chunks;
+    const int chunk_positions = passes_per_chunk * kPassPositions;
+    const int n_chunks = (n_positions + chunk_positions - 1) / chunk_positions;
+    const ChunkPartials partials = chunk_partials(n_chunks, n_heads, head_dim);
+    split_attention_kernel<<<dim3(n_chunks, n_kv_heads), kDecodeWarps * kWarpSize>>>(
+        partials, q, k, v, n_positions, chunk_positions, n_heads, n_kv_heads, head_dim);
+    check_launch("split_attention_kernel");
+    merge_chunks_kernel<<<n_heads, kDecodeWarps * kWarpSize>>>(out, partials, n_chunks, n_heads,
+                                                               head_dim);
+    check_launch("merge_chunks_kernel");
+}
+
+}  // namespace gpu

@@ -1,0 +1,135 @@
+// elementwise.cu - the operators that are one thread per output element: embedding, add_bias,
+// rope, swiglu and residual_add. Neighbouring threads read and write neighbouring elements, so
+// every access is coalesced as it is. Each kernel has its CPU twin in ops_cpu.cpp, and the
+// checks hold it to it. The kernels are step 6's; the file is step 9's.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cuda_check.h"
+#include "ggml_types.h"
+#include "ops_cuda.h"
+#include "weight_pieces.cuh"
+
+namespace gpu {
+
+// 256 threads (8 warps) per block: a common default.
+constexpr int kBlockSize = 256;
+
+static unsigned blocks_for(int64_t n_threads) {
+    return unsigned((n_threads + kBlockSize - 1) / kBlockSize);
+}
+
+__device__ int64_t thread_index() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
+
+// ---- embedding: one thread per output element out[t][i] ----
+
+template <typename Weight>
+__global__ void embedding_kernel(float* out, const Weight* table, const int32_t* ids, int n_tokens,
+                                 int dim) {
+    int64_t index = thread_index();
+    if (index >= int64_t(n_tokens) * dim) return;
+    int64_t t = index / dim;
+    int64_t i = index % dim;
+    out[index] = to_float(table[int64_t(ids[t]) * dim + i]);
+}
+
+void embedding(float* out, const void* table, uint32_t table_type, const int32_t* ids, int n_tokens,
+               int dim) {
+    int64_t n_threads = int64_t(n_tokens) * dim;
+    if (n_threads == 0) return;
+    unsigned blocks = blocks_for(n_threads);
+    switch (GgmlType(table_type)) {
+        case GgmlType::F32:
+            embedding_kernel<<<blocks, kBlockSize>>>(out, static_cast<const float*>(table), ids,
+                                                     n_tokens, dim);
+            break;
+        case GgmlType::F16:
+            embedding_kernel<<<blocks, kBlockSize>>>(out, static_cast<const __half*>(table), ids,
+                                                     n_tokens, dim);
+            break;
+        case GgmlType::BF16:
+            embedding_kernel<<<blocks, kBlockSize>>>(out, static_cast<const __nv_bfloat16*>(table),
+                                                     ids, n_tokens, dim);
+            break;
+        default:
+            fail("gpu::embedding reads F32, F16 or BF16 tables, not %s", type_name(table_type));
+    }
+    check_launch("embedding_kernel");
+}
+
+// ---- add_bias: one thread per element x[t][i] ----
+
+__global__ void add_bias_kernel(float* x, const float* bias, int n_tokens, int dim) {
+    int64_t index = thread_index();
+    if (index >= int64_t(n_tokens) * dim) return;
+    x[index] += bias[index % dim];
+}
+
+void add_bias(float* x, const float* bias, int n_tokens, int dim) {
+    int64_t n_threads = int64_t(n_tokens) * dim;
+    if (n_threads == 0) return;
+    add_bias_kernel<<<blocks_for(n_threads), kBlockSize>>>(x, bias, n_tokens, dim);
+    check_launch("add_bias_kernel");
+}
+
+// ---- rope: one thread per rotated pair, the angle in double ----
+
+__global__ void rope_kernel(float* x, int n_tokens, int n_heads, int head_dim, int first_position,
+                            float base) {
+    // BEGIN SOLUTION step06 rope_kernel
+    int half = head_dim / 2;
+    int64_t index = thread_index();
+    if (index >= int64_t(n_tokens) * n_heads * half) return;
+    int i = int(index % half);
+    int64_t head_index = index / half;  // t * n_heads + h
+    int64_t t = head_index / n_heads;
+    double position = double(first_position) + t;
+    double angle = position * pow(double(base), -2.0 * i / head_dim);
+    float c = float(cos(angle));
+    float s = float(sin(angle));
+    float* head = x + head_index * head_dim;
+    float first = head[i];
+    float second = head[i + half];
+    head[i] = first * c - second * s;
+    head[i + half] = second * c + first * s;
+    // END SOLUTION
+}
+
+void rope(float* x, int n_tokens, int n_heads, int head_dim, int first_position, float base) {
+    int64_t n_threads = int64_t(n_tokens) * n_heads * (head_dim / 2);
+    if (n_threads == 0) return;
+    rope_kernel<<<blocks_for(n_threads), kBlockSize>>>(x, n_tokens, n_heads, head_dim,
+                                                       first_position, base);
+    check_launch("rope_kernel");
+}
+
+// ---- swiglu and residual_add: one thread per element ----
+
+__global__ void swiglu_kernel(float* out, const float* gate, const float* up, int64_t n) {
+    // BEGIN SOLUTION step06 swiglu_kernel
+    int64_t i = thread_index();
+    if (i >= n) return;
+    float g = gate[i];
+    out[i] = g / (1.0f + expf(-g)) * up[i];
+    // END SOLUTION
+}
+
+void swiglu(float* out, const float* gate, const float* up, int64_t n) {
+    if (n == 0) return;
+    swiglu_kernel<<<blocks_for(n), kBlockSize>>>(out, gate, up, n);
+    check_launch("swiglu_kernel");
+}
+
+__global__ void residual_add_kernel(float* x, const float* delta, int64_t n) {
+    int64_t i = thread_index();
+    if (i >= n) return;
+    x[i] += delta[i];
+}
+
+void residual_add(float* x, const float* delta, int64_t n) {
+    if (n == 0) return;
+    residual_add_kernel<<<blocks_for(n), kBlockSize>>>(x, delta, n);
+    check_launch("residual_add_kernel");
+}
+
+}  // namespace gpu

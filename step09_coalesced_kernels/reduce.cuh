@@ -1,0 +1,74 @@
+// reduce.cuh - the reductions the kernels share: the sum and the maximum of a value over the
+// 32 lanes of a warp, and argmax's best (value, index) over a warp and over a block.
+// Written in step 9.
+#pragma once
+
+#include <cmath>
+
+namespace gpu {
+
+constexpr int kWarpSize = 32;
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+// The sum of `value` over the 32 lanes of a warp, in every lane. Each step adds the value of
+// the lane `offset` away (lane ^ offset), halving the distance: 16, 8, 4, 2, 1. Five steps
+// instead of 31 additions, and no shared memory: the values move between registers.
+__device__ inline float warp_sum(float value) {
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+        value += __shfl_xor_sync(kFullWarp, value, offset);
+    return value;
+}
+
+__device__ inline float warp_max(float value) {
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+        value = fmaxf(value, __shfl_xor_sync(kFullWarp, value, offset));
+    return value;
+}
+
+// ---- the best of many values: argmax's reduction ----
+//
+// "Best" is argmax()'s: the largest value, the first one on a tie. argmax() starts at x[0]
+// and moves only to a strictly larger value, so a NaN is never chosen, except at x[0], where
+// nothing is larger than it: the caller checks that case.
+
+constexpr int kArgmaxThreads = 256;  // the block size block_best works with
+
+struct Candidate {
+    float value;
+    int index;
+};
+
+// The better of two candidates: the larger value, on a tie the smaller index; never a NaN.
+__device__ inline Candidate better(Candidate a, Candidate b) {
+    if (isnan(b.value)) return a;
+    if (isnan(a.value)) return b;
+    return b.value > a.value || (b.value == a.value && b.index < a.index) ? b : a;
+}
+
+__device__ inline Candidate warp_best(Candidate c) {
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+        const Candidate other{__shfl_xor_sync(kFullWarp, c.value, offset),
+                              __shfl_xor_sync(kFullWarp, c.index, offset)};
+        c = better(c, other);
+    }
+    return c;
+}
+
+// The best of `n` candidates, or of x[0..n) when `candidates` is null, for a block of
+// kArgmaxThreads threads; thread 0 gets it. Threads start from (-inf, n): any value or index
+// beats it.
+__device__ inline Candidate block_best(const float* x, const Candidate* candidates, int n,
+                                       int first, int stride) {
+    __shared__ Candidate warp_winners[kArgmaxThreads / kWarpSize];
+    Candidate best{-INFINITY, n};
+    for (int i = first; i < n; i += stride)
+        best = better(best, candidates ? candidates[i] : Candidate{x[i], i});
+    best = warp_best(best);
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    if (lane == 0) warp_winners[warp] = best;
+    __syncthreads();
+    best = lane < kArgmaxThreads / kWarpSize ? warp_winners[lane] : Candidate{-INFINITY, n};
+    return warp_best(best);
+}
+
+}  // namespace gpu
