@@ -5,10 +5,11 @@
 // token, reads 3.5 times fewer bytes when the kernels take the blocks themselves and turn them
 // into floats in registers, just before the multiply-adds.
 //
-// The kernels of ops_cuda.cu read a row of W in *pieces*: a lane loads a piece, unpacks it into
-// float weights and multiplies them with x. For F16 a piece is 16 bytes, 8 weights. Here a
-// piece of a block type is also 8 consecutive weights, so x is read exactly as for F16: piece p
-// multiplies x[8p .. 8p + 7]. Each format says where those 8 weights lie inside its block:
+// The kernels of matvec.cu and fused_decode.cu read a row of W in *pieces* (weight_pieces.cuh):
+// a lane loads a piece, unpacks it into float weights and multiplies them with x. For F16 a piece
+// is 16 bytes, 8 weights. Here a piece of a block type is also 8 consecutive weights, so x is
+// read exactly as for F16: piece p multiplies x[8p .. 8p + 7]. Each format says where those 8
+// weights lie inside its block:
 //   load(row, p)     the bytes piece p needs (its quants, and its block's scales), loaded
 //   unpack(piece, p) the 8 float weights, as dequantize.cpp computes them: (d * scale) * q - m
 // and a third function, weight_at(row, i), turns one weight into a float (the embedding and the
@@ -18,7 +19,7 @@
 // The fields are read with loads of 2 or 4 bytes: blocks of 34, 22 and 210 bytes leave fields
 // only 2-byte aligned, and the file's layout is kept as it is.
 //
-// Decoding (ops_cuda.cu's fused kernels) multiplies a piece with 8-bit activations instead,
+// Decoding (fused_decode.cu's kernels) multiplies a piece with 8-bit activations instead,
 // the CPU's BlockQ8 (quant_dot.h), built by the same arithmetic: dot_q8(piece, p, x) makes the
 // 8 quants into 4-byte words of small integers and adds their products with x's 8 bytes by
 // two dp4a instructions (4 products of bytes and their sum, in one instruction), then scales
@@ -180,7 +181,7 @@ __device__ inline float weight_at(const BlockQ5_0* row, int i) {
 // The 8 six-bit scales and mins are packed into 12 bytes (dequantize.cpp's unpack_k_scale_min).
 
 // A piece holds the scale words as loaded: a lane issues all its loads before it uses any
-// (ops_cuda.cu's batches), so picking the sub-block's bytes out of them waits for unpack().
+// (weight_pieces.cuh's batches), so picking the sub-block's bytes out of them waits for unpack().
 static_assert(Q4_K::kOffsetDmin == Q4_K::kOffsetD + 2, "one 4-byte load reads d and dmin");
 struct PieceQ4_K {
     uint32_t d_dmin;  // f16 d in the low half, f16 dmin in the high one

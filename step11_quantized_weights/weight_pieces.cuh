@@ -147,7 +147,4 @@ __device__ float dot_piece_q8(const Piece& piece, int p, const BlockQ8* x, const
     else return 0.0f;
 }
 
-
-inline bool is_block_type(uint32_t type) { return ggml_type_info(type).block_size > 1; }
-
 }  // namespace gpu

@@ -245,17 +245,7 @@ bool gpu_has_tensor_core_mma() {
     return has;
 }
 
-bool tensor_cores_take(uint32_t w_type) {
-    switch (GgmlType(w_type)) {
-        case GgmlType::F16:
-        case GgmlType::BF16:
-        case GgmlType::Q8_0:
-        case GgmlType::Q5_0:
-        case GgmlType::Q4_K:
-        case GgmlType::Q6_K: return true;
-        default: return false;
-    }
-}
+bool tensor_cores_take(uint32_t w_type) { return ggml_type_info(w_type).tensor_core_gemm; }
 
 int tensor_core_tile_tokens(int n_tokens, int out_dim) {
     const int64_t column_tiles = (out_dim + kTcTileOutputs - 1) / kTcTileOutputs;

@@ -25,7 +25,7 @@ sampler_pipeline.svg (step 8)
     the settings are exaggerated (as in the article's five-token example) so that every stage
     removes or moves something.
 matvec_warp_per_row.svg (step 9)
-    step09_coalesced_kernels/ops_cuda.cu's matvec_kernel, the one-token product: a warp per row of
+    step09_coalesced_kernels/matvec.cu's matvec_kernel, the one-token product: a warp per row of
     W, lane k loading the 16-byte pieces k, k+32, ... (8 F16 weights each), so that one warp load
     is 512 consecutive bytes, 16 whole 32-byte sectors; one lane's dot product with its piece; a
     small contrast with step 6's load (naive_matmul_threads.svg draws it in detail); and how a
