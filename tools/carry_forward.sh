@@ -11,7 +11,7 @@
 #
 #   tools/carry_forward.sh               carry the edits made since the last commit
 #   tools/carry_forward.sh --base REV    carry the edits made since commit REV
-#   tools/check_carried.sh               only check (what `make test` runs)
+#   tools/check/check_carried.sh         only check (what `make test` runs)
 set -eu
 cd "$(dirname "$0")/.."
 base=HEAD

@@ -6,7 +6,7 @@
 # 0 skipped"). A difference means a fix that was not carried forward (run tools/carry_forward.sh)
 # or a change to declare, with its reason, in carried_changes.txt.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 steps=(step[0-9][0-9]_*)
 passed=0 failed=0
 for ((i = 1; i < ${#steps[@]}; i++)); do
