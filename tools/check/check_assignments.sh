@@ -80,9 +80,12 @@ warnings: $(head -c 2000 "$scratch/compile.log")"
         fi
     done
     # The test binary: this build's objects of the other files and the checks, and the stubs.
+    # An object whose source the step no longer has (a file split or removed since that build)
+    # is left out.
     for object in "$build/$step"/*.o; do
         file=$(basename "${object%.o}")
         [ "$file" = main ] && continue
+        [ -n "$(compgen -G "$step/$file.c*")" ] || continue
         [[ " ${stubbed[*]} " == *"/$number-$file.o "* ]] && continue
         objects+=("$object")
     done
