@@ -5,7 +5,8 @@
 #   tools/gpu/run.sh STEPS WHAT OUT
 #     STEPS  step numbers: 09, 09,10 or 06-09
 #     WHAT   checks (check binaries, --check runs), sanitize (compute-sanitizer), kernels
-#            (kernel tables), record (the speed records of docs/bench), or all (the first three)
+#            (kernel tables), record (the speed records of docs/bench), all (the first three),
+#            or several as a comma-separated list, e.g. checks,sanitize
 #     OUT    the folder for the logs and OUT/summary.txt, one line per action, printed last
 #   e.g. tools/gpu/run.sh 12 all out; LLAMA_BENCH=/tmp/llama-bench tools/gpu/run.sh 11 record out
 #
@@ -16,13 +17,17 @@
 # files gguf-py and the Qwen vocabulary ($QWEN_TOKENIZER_DIR).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-usage="usage: tools/gpu/run.sh STEPS WHAT OUT   (WHAT: checks sanitize kernels record all)"
+usage="usage: tools/gpu/run.sh STEPS WHAT OUT   (WHAT: checks sanitize kernels record all, or a
+       comma-separated list of them such as checks,sanitize)"
 [ $# -eq 3 ] || { echo "$usage" >&2; exit 2; }
-steps_arg=$1 what=$2 out=$3
-case $what in checks | sanitize | kernels | record) whats=$what ;;
-    all) whats="checks sanitize kernels" ;;
-    *) echo "$usage" >&2; exit 2 ;;
-esac
+steps_arg=$1 out=$3 whats=""
+for what in ${2//,/ }; do
+    case $what in checks | sanitize | kernels | record) whats+=" $what" ;;
+        all) whats+=" checks sanitize kernels" ;;
+        *) echo "$usage" >&2; exit 2 ;;
+    esac
+done
+[ -n "$whats" ] || { echo "$usage" >&2; exit 2; }
 make_flags=(CUDA_ARCHS="${CUDA_ARCHS:-90}" ${DOCTEST_INCLUDE:+DOCTEST_INCLUDE="$DOCTEST_INCLUDE"})
 vocab_dir=${QWEN_TOKENIZER_DIR:-../shared/qwen-tokenizer}
 tiny=models/tiny-qwen2.gguf
@@ -278,7 +283,7 @@ record_prompts() {  # NN ENGINES TYPE:SIZE...: OUT/prompts.tsv
 
 { date -u; nvidia-smi; compute-sanitizer --version; nvcc --version; } >"$out/info.log" 2>&1
 note "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n 1)"
-[ -n "$(selected_lines)" ] || { note "steps.txt has no $what line for step(s) $steps_arg"; exit 2; }
+[ -n "$(selected_lines)" ] || { note "steps.txt has no${whats} line for step(s) $steps_arg"; exit 2; }
 mapfile -t models < <(models_named)
 [ ${#models[@]} -eq 0 ] || { write_models "${models[@]}" & }
 
