@@ -121,22 +121,29 @@ static bool wo_reads_merged_q8(const DeviceLayerWeights& layer, HeadShape heads)
     return is_block_type(layer.attn_output.type) && heads.head_dim % kQ8BlockSize == 0;
 }
 
+static bool qkv_reads_blocks(const DeviceLayerWeights& layer) {
+    return is_block_type(layer.attn_q.type) || is_block_type(layer.attn_k.type) ||
+           is_block_type(layer.attn_v.type);
+}
+
+// qkv_rope_cache's launches: one for Q and K of one type with V's the same, Q6_K or Q8_0.
+static int qkv_launches(const DeviceLayerWeights& layer) {
+    const uint32_t q = layer.attn_q.type, v = layer.attn_v.type;
+    const bool paired = v == q || v == uint32_t(GgmlType::Q6_K) || v == uint32_t(GgmlType::Q8_0);
+    return layer.attn_k.type == q && paired ? 1 : 3;
+}
+
 int kernels_per_decode_step(const ModelConfig& config, const DeviceWeights& weights) {
     const HeadShape heads{int(config.n_heads), int(config.n_kv_heads), int(config.head_dim)};
-    int n = 1 + 2 + is_block_type(lm_head(weights).type);  // embedding; LM head, next token
+    int n = 1 + 2;  // embedding; LM head, next token
+    // Step 11: the first layer's 8-bit input, rounded after the embedding (or the LM head's).
+    if (weights.layers.empty() ? is_block_type(lm_head(weights).type)
+                               : qkv_reads_blocks(weights.layers[0]))
+        n++;
     for (const DeviceLayerWeights& layer : weights.layers) {
-        const bool qk_one_type = layer.attn_k.type == layer.attn_q.type;
-        const bool one_type = qk_one_type && layer.attn_v.type == layer.attn_q.type;
-        n += (one_type ? 1 : qk_one_type ? 2 : 3) + 5;  // QKV; attention's 2, Wo, gate/up, down
-        // Step 11: quantize_q8 before each product of a block matrix.
-        const bool qkv_blocks = is_block_type(layer.attn_q.type) ||
-                                is_block_type(layer.attn_k.type) ||
-                                is_block_type(layer.attn_v.type);
-        // (Wo's input needs none when the attention writes its blocks.)
-        const bool wo_quantize =
-            is_block_type(layer.attn_output.type) && !wo_reads_merged_q8(layer, heads);
-        n += qkv_blocks + wo_quantize + is_block_type(layer.ffn_gate.type) +
-             is_block_type(layer.ffn_down.type);
+        n += qkv_launches(layer) + 5;  // attention's 2, Wo, gate/up, down
+        // Wo's input, when the attention cannot round it.
+        if (is_block_type(layer.attn_output.type) && !wo_reads_merged_q8(layer, heads)) n++;
     }
     return n;
 }
@@ -156,34 +163,53 @@ void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
     const float eps = config.rms_eps;
     DecodeSlots* slots = reinterpret_cast<DecodeSlots*>(b.slots.data());
     const int32_t* token = b.slots.data();  // DecodeSlots::token comes first
+    const int n_layers = int(weights.layers.size());
+    const DeviceMatrix& head = lm_head(weights);
+    const Q8Vector normed_q8 = b.normed_q8.view(), input_q8 = b.input_q8.view();
+    int* sublayer_done = b.done.data();   // the residual products' last-block counter
+    int* group_done = b.done.data() + 1;  // gate/up's, one a group of 32 rows
 
     embedding(b.x.data(), weights.token_embd.data.data(), weights.token_embd.type, token, 1, d,
               stream);
-    for (int l = 0; l < int(weights.layers.size()); l++) {
+    if (n_layers > 0 && qkv_reads_blocks(weights.layers[0]))
+        quantize_q8(normed_q8, b.x.data(), weights.layers[0].attn_norm.data(), eps, d, stream);
+    for (int l = 0; l < n_layers; l++) {
         const DeviceLayerWeights& layer = weights.layers[l];
         // Attention sublayer: x += Wo attention(rope(Wq h + bq), cache), h = rmsnorm(x).
+        // (h's 8 bits, when a matrix reads them, were written by the kernel that finished x.)
         qkv_rope_cache(b.q.data(), cache.keys(l), cache.values(l), b.x.data(),
                        layer.attn_norm.data(), eps, qkv_weights(layer), d, heads, config.rope_base,
-                       slots, b.activation_q8.data(), stream);
-        // A block-type Wo takes the attention's output as 8-bit blocks, which the attention's
-        // last kernel writes as well (step 11).
+                       slots, normed_q8, true, stream);
+        // A block-type Wo takes the attention's output rounded to 8 bits by its last kernel.
         const bool merge_writes_q8 = wo_reads_merged_q8(layer, heads);
         decode_attention(b.attn.data(), b.q.data(), cache.keys(l), cache.values(l),
                          b.attention_scratch.data(), cache.capacity, heads, slots,
-                         merge_writes_q8 ? b.activation_q8.data() : nullptr, stream);
+                         merge_writes_q8 ? input_q8 : Q8Vector{}, stream);
+        // Wo completes x; its last block rounds the feed-forward's normalized input.
+        const bool ffn_blocks = is_block_type(layer.ffn_gate.type);
+        const NormedQ8 ffn_input{normed_q8, layer.ffn_norm.data(), eps, sublayer_done};
         matvec_add(b.x.data(), b.attn.data(), layer.attn_output.data.data(), layer.attn_output.type,
-                   q_dim, d, b.activation_q8.data(), merge_writes_q8, stream);
+                   q_dim, d, input_q8, merge_writes_q8, ffn_blocks ? &ffn_input : nullptr, stream);
         // Feed-forward sublayer: x += Wdown swiglu(Wgate h, Wup h), h = rmsnorm(x).
+        const bool down_blocks = is_block_type(layer.ffn_down.type);
         gate_up_swiglu(b.ffn.data(), b.x.data(), layer.ffn_norm.data(), eps,
                        layer.ffn_gate.data.data(), layer.ffn_up.data.data(), layer.ffn_gate.type, d,
-                       d_ff, b.activation_q8.data(), stream);
+                       d_ff, normed_q8, true, down_blocks ? input_q8 : Q8Vector{}, group_done,
+                       stream);
+        // down completes x; its last block rounds the next layer's (or the LM head's) input.
+        const bool last = l + 1 == n_layers;
+        const bool next_blocks =
+            last ? is_block_type(head.type) : qkv_reads_blocks(weights.layers[l + 1]);
+        const NormedQ8 next_input{
+            normed_q8, last ? weights.output_norm.data() : weights.layers[l + 1].attn_norm.data(),
+            eps, sublayer_done};
         matvec_add(b.x.data(), b.ffn.data(), layer.ffn_down.data.data(), layer.ffn_down.type, d_ff,
-                   d, b.activation_q8.data(), false, stream);
+                   d, input_q8, true, next_blocks ? &next_input : nullptr, stream);
     }
-    const DeviceMatrix& head = lm_head(weights);
+    // (the last down wrote the LM head's 8-bit input; with no layers, the LM head rounds it)
     lm_head_argmax(b.logits.data(), b.argmax_scratch.data(), b.x.data(), weights.output_norm.data(),
-                   eps, head.data.data(), head.type, d, weights.n_vocab, slots,
-                   b.activation_q8.data(), stream);
+                   eps, head.data.data(), head.type, d, weights.n_vocab, slots, normed_q8,
+                   n_layers > 0, stream);
 }
 
 // gate_up_swiglu reads a row of each matrix in one loop, so they must share a type. (The
@@ -213,9 +239,10 @@ Decoder::Decoder(const ModelConfig& config, const DeviceWeights& weights, Device
     buffers_.logits.resize(weights.n_vocab);
     buffers_.attention_scratch.resize(decode_attention_scratch(cache.capacity, heads));
     buffers_.argmax_scratch.resize(lm_head_argmax_scratch());
-    const int widest_input =
-        std::max({int(config.d_model), heads.n_heads * heads.head_dim, int(config.d_ff)});
-    buffers_.activation_q8.resize((widest_input + kQ8BlockSize - 1) / kQ8BlockSize);
+    auto whole_blocks = [](int n) { return (n + kQ8BlockSize - 1) / kQ8BlockSize * kQ8BlockSize; };
+    buffers_.normed_q8.resize(whole_blocks(int(config.d_model)));
+    buffers_.input_q8.resize(whole_blocks(std::max(heads.n_heads * heads.head_dim, int(config.d_ff))));
+    buffers_.done.upload(std::vector<int>(1 + whole_blocks(int(config.d_ff)) / kQ8BlockSize, 0));
 }
 
 int32_t Decoder::next_token(const std::vector<int32_t>& new_ids, std::vector<float>* logits) {

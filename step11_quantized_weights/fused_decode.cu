@@ -1,7 +1,8 @@
 // fused_decode.cu - the kernels of one token's pass (the decode step), each several of the
 // operators of ops_cuda.h in one launch, and each checked against the composition of their CPU
-// twins. A block matrix's products take their input as 8-bit blocks (quantize_q8.cu), as the
-// CPU's do. Written in step 10; last changed in step 11 (weights of any type).
+// twins. A block matrix's products take their input rounded to 8 bits, as the CPU's do, and
+// gate_up_swiglu rounds its own output for the down projection. Written in step 10; last
+// changed in step 11 (weights of any type, 8-bit activations, QKV of two types in one launch).
 //
 // A layer's 19 launches become 6:
 //   qkv_rope_cache_kernel   rmsnorm + 3 matvecs + 3 bias adds + 2 ropes (and the cache write)
@@ -51,15 +52,20 @@ __device__ float dot_piece_normed(const Piece& piece, int p, const float* x, con
 
 // The warp's dot products of two rows of W with x * g, in every lane: the rows' loads are
 // interleaved, so each lane has both rows' pieces in flight at once.
-// For a block type, x_q8 holds rmsnorm(x) already rounded to 8-bit blocks (the CPU's,
-// quantize_q8.cu), and the rows are multiplied with it: the sums need no 1 / rms.
+// For a block type, x_q8 holds rmsnorm(x) rounded to 8 bits already (the CPU's values), and the
+// rows are multiplied with it a slice a lane (dot_rows_q8): the sums need no 1 / rms.
 template <typename Weight>
 __device__ float2 normed_dot_2rows(const Weight* row_a, const Weight* row_b, const float* x,
-                                   const float* g, int dim, bool vectorized, const BlockQ8* x_q8) {
+                                   const float* g, int dim, bool vectorized, Q8Vector x_q8) {
     constexpr int kPerLoad = kPieceWeights<Weight>, kBatch = kLoadBatchOf<Weight>;
     const int lane = threadIdx.x % kWarpSize;
     float sum_a = 0.0f, sum_b = 0.0f;
-    if (vectorized) {
+    if constexpr (kIsBlockType<Weight>) {
+        const Weight* rows[2] = {row_a, row_b};
+        float sums[2];
+        dot_rows_q8(rows, x_q8, dim, lane, kWarpSize, sums);
+        sum_a = sums[0], sum_b = sums[1];
+    } else if (vectorized) {
         const int n_pieces = dim / kPerLoad;
         for (int first = lane; first < n_pieces; first += kBatch * kWarpSize) {
             // both rows' loads, then the sums
@@ -74,15 +80,8 @@ __device__ float2 normed_dot_2rows(const Weight* row_a, const Weight* row_b, con
             for (int j = 0; j < kBatch; j++) {
                 const int p = first + j * kWarpSize;
                 if (p >= n_pieces) continue;
-                if constexpr (kIsBlockType<Weight>) {
-                    sum_a += dot_piece_q8(batch_a[j], p, x_q8, row_a);
-                    sum_b += dot_piece_q8(batch_b[j], p, x_q8, row_b);
-                } else {
-                    sum_a +=
-                        dot_piece_normed(batch_a[j], p, x + p * kPerLoad, g + p * kPerLoad, row_a);
-                    sum_b +=
-                        dot_piece_normed(batch_b[j], p, x + p * kPerLoad, g + p * kPerLoad, row_b);
-                }
+                sum_a += dot_piece_normed(batch_a[j], p, x + p * kPerLoad, g + p * kPerLoad, row_a);
+                sum_b += dot_piece_normed(batch_b[j], p, x + p * kPerLoad, g + p * kPerLoad, row_b);
             }
         }
     } else {
@@ -115,17 +114,27 @@ __device__ float block_inv_rms(const float* x, int dim, float eps) {
 // RoPE turns element i of a head together with element i + head_dim/2, so the warp that owns
 // a pair of output rows can rotate them as soon as it has both sums. The pairs are numbered
 // through Q's, then K's, then V's (which are not rotated, but are computed two rows a warp
-// all the same). A launch covers pairs [first_pair, end_pair): all of them when the three
-// matrices share a type, else one matrix a launch, each with its own Weight.
+// all the same). A launch covers pairs [first_pair, end_pair): all of them when Q and K are of
+// type WeightQK and V of WeightV (Qwen's published files pair Q4_K with a Q6_K V and Q5_0 with
+// a Q8_0 V), else one matrix a launch.
 
+// The pair's two rows of W times h: times x * g (floats, to be scaled by 1 / rms) or times
+// the 8-bit h, as W's type reads.
 template <typename Weight>
+__device__ float2 qkv_pair_sums(const Weight* w, int row_a, int row_b, const float* x,
+                                const float* g, int d_model, bool vectorized, Q8Vector x_q8) {
+    return normed_dot_2rows(row_start(w, row_a, d_model), row_start(w, row_b, d_model), x, g,
+                            d_model, vectorized, x_q8);
+}
+
+template <typename WeightQK, typename WeightV>
 __global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, const float* x,
-                                      const float* norm_weight, float eps, const Weight* wq,
-                                      const Weight* wk, const Weight* wv, const float* q_bias,
+                                      const float* norm_weight, float eps, const WeightQK* wq,
+                                      const WeightQK* wk, const WeightV* wv, const float* q_bias,
                                       const float* k_bias, const float* v_bias, int d_model,
                                       HeadShape heads, float rope_base, const DecodeSlots* slots,
                                       int first_pair, int end_pair, bool vectorized,
-                                      const BlockQ8* x_q8) {
+                                      Q8Vector x_q8) {
     // BEGIN SOLUTION step10 qkv_rope_cache_kernel
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int head_dim = heads.head_dim, half = head_dim / 2;
@@ -135,29 +144,34 @@ __global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, 
     int pair = first_pair + blockIdx.x * kMatvecWarps + warp;
     const bool active = pair < end_pair;
     // Which matrix the pair is in, and where its two values go.
-    const Weight* w = wq;
     const float* bias = q_bias;
     float* out = q;
-    bool rotate = true;
+    int matrix = 0;  // Q, K, V
     if (pair >= q_pairs) {
         pair -= q_pairs;
-        w = wk, bias = k_bias, out = k_cache + int64_t(position) * kv_dim;
+        bias = k_bias, out = k_cache + int64_t(position) * kv_dim, matrix = 1;
         if (pair >= kv_pairs) {
             pair -= kv_pairs;
-            w = wv, bias = v_bias, out = v_cache + int64_t(position) * kv_dim, rotate = false;
+            bias = v_bias, out = v_cache + int64_t(position) * kv_dim, matrix = 2;
         }
     }
     const int i = pair % half;  // the pair's place in its head
     const int row_a = (pair / half) * head_dim + i, row_b = row_a + half;
     float2 sums = make_float2(0.0f, 0.0f);
     if (active)
-        sums = normed_dot_2rows(row_start(w, row_a, d_model), row_start(w, row_b, d_model), x,
-                                norm_weight, d_model, vectorized, x_q8);
-    // every warp, active or not
-    const float inv_rms = kIsBlockType<Weight> ? 1.0f : block_inv_rms(x, d_model, eps);
-    if (!active || lane != 0) return;
-    float a = sums.x * inv_rms + bias[row_a], b = sums.y * inv_rms + bias[row_b];
-    if (rotate) {  // the angle as rope_kernel computes it, in double
+        sums = matrix == 2 ? qkv_pair_sums(wv, row_a, row_b, x, norm_weight, d_model, vectorized,
+                                           x_q8)
+                           : qkv_pair_sums(matrix == 0 ? wq : wk, row_a, row_b, x, norm_weight,
+                                           d_model, vectorized, x_q8);
+    // every warp, active or not; a float product's sums are scaled by it
+    const bool all_blocks = kIsBlockType<WeightQK> && kIsBlockType<WeightV>;
+    const float inv_rms = all_blocks ? 1.0f : block_inv_rms(x, d_model, eps);
+    if (!active) return;
+    const bool blocks = matrix == 2 ? kIsBlockType<WeightV> : kIsBlockType<WeightQK>;
+    if (!blocks) sums = make_float2(sums.x * inv_rms, sums.y * inv_rms);
+    if (lane != 0) return;
+    float a = sums.x + bias[row_a], b = sums.y + bias[row_b];
+    if (matrix < 2) {  // the angle as rope_kernel computes it, in double
         const double angle = double(position) * pow(double(rope_base), -2.0 * i / head_dim);
         const float c = float(cos(angle)), s = float(sin(angle));
         const float first = a, second = b;
@@ -169,49 +183,71 @@ __global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, 
     // END SOLUTION
 }
 
+// Calls launch(TypeTag<V>{}) with V the device type of ggml type v_type, for the types a
+// published file gives V next to another Q and K type: the Q and K type itself, Q6_K or Q8_0.
+// Returns false for any other.
+template <typename WeightQK, typename Launch>
+static bool with_v_type(uint32_t qk_type, uint32_t v_type, Launch&& launch) {
+    if (v_type == qk_type) launch(TypeTag<WeightQK>{});
+    else if (GgmlType(v_type) == GgmlType::Q6_K) launch(TypeTag<BlockQ6_K>{});
+    else if (GgmlType(v_type) == GgmlType::Q8_0) launch(TypeTag<BlockQ8_0>{});
+    else return false;
+    return true;
+}
+
 void qkv_rope_cache(float* q, float* k_cache, float* v_cache, const float* x,
                     const float* norm_weight, float eps, const QkvWeights& w, int d_model,
-                    HeadShape heads, float rope_base, const DecodeSlots* slots, BlockQ8* x_q8,
-                    Stream stream) {
+                    HeadShape heads, float rope_base, const DecodeSlots* slots, Q8Vector x_q8,
+                    bool x_q8_written, Stream stream) {
     if (heads.head_dim % 2 != 0)
         fail("gpu::qkv_rope_cache needs an even head_dim, not %d", heads.head_dim);
-    if (is_block_type(w.q_type) || is_block_type(w.k_type) || is_block_type(w.v_type))
-        quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
+    const bool any_blocks =
+        is_block_type(w.q_type) || is_block_type(w.k_type) || is_block_type(w.v_type);
+    if (any_blocks && !x_q8_written) quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
     const int q_pairs = heads.n_heads * heads.head_dim / 2;
     const int kv_pairs = heads.n_kv_heads * heads.head_dim / 2;
-    // Pairs [first, end) of the matrix of type `type` (or of all three).
-    auto launch = [&](uint32_t type, int first, int end) {
+    // Pairs [first, end), Q and K of type qk_type and V of v_type.
+    auto launch = [&](uint32_t qk_type, uint32_t v_type, int first, int end) -> bool {
         const unsigned blocks = unsigned((end - first + kMatvecWarps - 1) / kMatvecWarps);
-        with_weight_type(type, "qkv_rope_cache", [&](auto tag) {
-            using Weight = typename decltype(tag)::type;
-            const bool vectorized = pieces_fit<Weight>(d_model, w.q, x, norm_weight) &&
-                                    pieces_fit<Weight>(d_model, w.k, x, norm_weight) &&
-                                    pieces_fit<Weight>(d_model, w.v, x, norm_weight);
-            qkv_rope_cache_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
-                q, k_cache, v_cache, x, norm_weight, eps, static_cast<const Weight*>(w.q),
-                static_cast<const Weight*>(w.k), static_cast<const Weight*>(w.v), w.q_bias,
-                w.k_bias, w.v_bias, d_model, heads, rope_base, slots, first, end, vectorized, x_q8);
+        bool launched = false;
+        with_weight_type(qk_type, "qkv_rope_cache", [&](auto qk_tag) {
+            using WeightQK = typename decltype(qk_tag)::type;
+            launched = with_v_type<WeightQK>(qk_type, v_type, [&](auto v_tag) {
+                using WeightV = typename decltype(v_tag)::type;
+                const bool vectorized = pieces_fit<WeightQK>(d_model, w.q, x, norm_weight) &&
+                                        pieces_fit<WeightQK>(d_model, w.k, x, norm_weight) &&
+                                        pieces_fit<WeightV>(d_model, w.v, x, norm_weight);
+                qkv_rope_cache_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
+                    q, k_cache, v_cache, x, norm_weight, eps, static_cast<const WeightQK*>(w.q),
+                    static_cast<const WeightQK*>(w.k), static_cast<const WeightV*>(w.v), w.q_bias,
+                    w.k_bias, w.v_bias, d_model, heads, rope_base, slots, first, end, vectorized,
+                    x_q8);
+                check_launch("qkv_rope_cache_kernel");
+            });
         });
-        check_launch("qkv_rope_cache_kernel");
+        return launched;
     };
-    if (w.q_type == w.k_type && w.q_type == w.v_type) {
-        launch(w.q_type, 0, q_pairs + 2 * kv_pairs);
-    } else if (w.q_type == w.k_type) {  // e.g. Q4_K_M files' Q6_K V in some layers
-        launch(w.q_type, 0, q_pairs + kv_pairs);
-        launch(w.v_type, q_pairs + kv_pairs, q_pairs + 2 * kv_pairs);
-    } else {  // e.g. the tiny model's F16 and BF16 matrices
-        launch(w.q_type, 0, q_pairs);
-        launch(w.k_type, q_pairs, q_pairs + kv_pairs);
-        launch(w.v_type, q_pairs + kv_pairs, q_pairs + 2 * kv_pairs);
-    }
+    if (w.q_type == w.k_type && launch(w.q_type, w.v_type, 0, q_pairs + 2 * kv_pairs)) return;
+    // e.g. the tiny model's F16 and BF16 matrices: a launch a matrix, each of one type
+    launch(w.q_type, w.q_type, 0, q_pairs);
+    launch(w.k_type, w.k_type, q_pairs, q_pairs + kv_pairs);
+    launch(w.v_type, w.v_type, q_pairs + kv_pairs, q_pairs + 2 * kv_pairs);
 }
 
 // ---- gate_up_swiglu: rmsnorm, the gate and up products, and swiglu ----
+//
+// The down projection reads this output rounded to 8 bits, a block of 32 rows with one scale:
+// the rows of kGroupBlocks blocks. Each block counts itself done in its group's counter, and
+// the last one rounds the group's 32 outputs, which the others have written by then.
+
+constexpr int kGroupBlocks = kQ8BlockSize / kMatvecWarps;
+static_assert(kQ8BlockSize % kMatvecWarps == 0, "a group of whole blocks makes an 8-bit block");
 
 template <typename Weight>
 __global__ void gate_up_swiglu_kernel(float* out, const float* x, const float* norm_weight,
                                       float eps, const Weight* w_gate, const Weight* w_up,
-                                      int d_model, int d_ff, bool vectorized, const BlockQ8* x_q8) {
+                                      int d_model, int d_ff, bool vectorized, Q8Vector x_q8,
+                                      Q8Vector out_q8, int* group_done) {
     // BEGIN SOLUTION step10 gate_up_swiglu_kernel
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int64_t row = int64_t(blockIdx.x) * kMatvecWarps + warp;
@@ -220,25 +256,34 @@ __global__ void gate_up_swiglu_kernel(float* out, const float* x, const float* n
         sums = normed_dot_2rows(row_start(w_gate, row, d_model), row_start(w_up, row, d_model), x,
                                 norm_weight, d_model, vectorized, x_q8);
     const float inv_rms = kIsBlockType<Weight> ? 1.0f : block_inv_rms(x, d_model, eps);
-    if (row >= d_ff || lane != 0) return;
-    const float gate = sums.x * inv_rms, up = sums.y * inv_rms;
-    out[row] = gate / (1.0f + expf(-gate)) * up;  // swiglu_kernel's formula
+    if (row < d_ff && lane == 0) {
+        const float gate = sums.x * inv_rms, up = sums.y * inv_rms;
+        out[row] = gate / (1.0f + expf(-gate)) * up;  // swiglu_kernel's formula
+    }
     // END SOLUTION
+    if (!out_q8.q) return;
+    const int group = blockIdx.x / kGroupBlocks;
+    if (last_block_done(group_done + group, kGroupBlocks) && warp == 0)
+        quantize_in_warp(__ldcg(out + group * kQ8BlockSize + lane), out_q8, group);
 }
 
 void gate_up_swiglu(float* out, const float* x, const float* norm_weight, float eps,
                     const void* w_gate, const void* w_up, uint32_t w_type, int d_model, int d_ff,
-                    BlockQ8* x_q8, Stream stream) {
+                    Q8Vector x_q8, bool x_q8_written, Q8Vector out_q8, int* group_done,
+                    Stream stream) {
     if (d_ff == 0) return;
+    if (out_q8.q && d_ff % kQ8BlockSize != 0)
+        fail("gpu::gate_up_swiglu rounds whole blocks of 32 outputs, not %d", d_ff);
     const unsigned blocks = unsigned((d_ff + kMatvecWarps - 1) / kMatvecWarps);
     with_weight_type(w_type, "gate_up_swiglu", [&](auto tag) {
         using Weight = typename decltype(tag)::type;
         const bool vectorized = pieces_fit<Weight>(d_model, w_gate, x, norm_weight) &&
                                 pieces_fit<Weight>(d_model, w_up, x, norm_weight);
-        if (kIsBlockType<Weight>) quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
+        if (kIsBlockType<Weight> && !x_q8_written)
+            quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
         gate_up_swiglu_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
             out, x, norm_weight, eps, static_cast<const Weight*>(w_gate),
-            static_cast<const Weight*>(w_up), d_model, d_ff, vectorized, x_q8);
+            static_cast<const Weight*>(w_up), d_model, d_ff, vectorized, x_q8, out_q8, group_done);
     });
     check_launch("gate_up_swiglu_kernel");
 }
@@ -256,7 +301,7 @@ template <typename Weight>
 __global__ void lm_head_argmax_kernel(float* logits, Candidate* block_winners, const float* x,
                                       const float* norm_weight, float eps, const Weight* w,
                                       int d_model, int n_vocab, bool vectorized,
-                                      const BlockQ8* x_q8) {
+                                      Q8Vector x_q8) {
     __shared__ Candidate warp_winners[kMatvecWarps];
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const float inv_rms = kIsBlockType<Weight> ? 1.0f : block_inv_rms(x, d_model, eps);
@@ -297,7 +342,7 @@ int64_t lm_head_argmax_scratch() { return int64_t(kLmHeadBlocks) * sizeof(Candid
 
 void lm_head_argmax(float* logits, void* scratch, const float* x, const float* norm_weight,
                     float eps, const void* w, uint32_t w_type, int d_model, int n_vocab,
-                    DecodeSlots* slots, BlockQ8* x_q8, Stream stream) {
+                    DecodeSlots* slots, Q8Vector x_q8, bool x_q8_written, Stream stream) {
     if (n_vocab <= 0) fail("gpu::lm_head_argmax of %d logits", n_vocab);
     // Every block gets at least one row, so every winner is a real row.
     const int n_blocks = std::min(kLmHeadBlocks, (n_vocab + kMatvecWarps - 1) / kMatvecWarps);
@@ -305,7 +350,8 @@ void lm_head_argmax(float* logits, void* scratch, const float* x, const float* n
     with_weight_type(w_type, "lm_head_argmax", [&](auto tag) {
         using Weight = typename decltype(tag)::type;
         const bool vectorized = pieces_fit<Weight>(d_model, w, x, norm_weight);
-        if (kIsBlockType<Weight>) quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
+        if (kIsBlockType<Weight> && !x_q8_written)
+            quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
         lm_head_argmax_kernel<<<n_blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
             logits, winners, x, norm_weight, eps, static_cast<const Weight*>(w), d_model, n_vocab,
             vectorized, x_q8);

@@ -67,26 +67,27 @@ void swiglu(float*, const float*, const float*, int64_t) { no_gpu_code(); }
 void residual_add(float*, const float*, int64_t) { no_gpu_code(); }
 int argmax(const float*, int) { no_gpu_code(); }
 
-void quantize_q8(BlockQ8*, const float*, const float*, float, int, Stream) { no_gpu_code(); }
+void quantize_q8(Q8Vector, const float*, const float*, float, int, Stream) { no_gpu_code(); }
 void qkv_rope_cache(float*, float*, float*, const float*, const float*, float, const QkvWeights&,
-                    int, HeadShape, float, const DecodeSlots*, BlockQ8*, Stream) {
+                    int, HeadShape, float, const DecodeSlots*, Q8Vector, bool, Stream) {
     no_gpu_code();
 }
 int64_t decode_attention_scratch(int, HeadShape) { no_gpu_code(); }
 void decode_attention(float*, const float*, const float*, const float*, float*, int, HeadShape,
-                      const DecodeSlots*, BlockQ8*, Stream) {
+                      const DecodeSlots*, Q8Vector, Stream) {
     no_gpu_code();
 }
-void matvec_add(float*, const float*, const void*, uint32_t, int, int, BlockQ8*, bool, Stream) {
+void matvec_add(float*, const float*, const void*, uint32_t, int, int, Q8Vector, bool,
+                const NormedQ8*, Stream) {
     no_gpu_code();
 }
 void gate_up_swiglu(float*, const float*, const float*, float, const void*, const void*, uint32_t,
-                    int, int, BlockQ8*, Stream) {
+                    int, int, Q8Vector, bool, Q8Vector, int*, Stream) {
     no_gpu_code();
 }
 int64_t lm_head_argmax_scratch() { no_gpu_code(); }
 void lm_head_argmax(float*, void*, const float*, const float*, float, const void*, uint32_t, int,
-                    int, DecodeSlots*, BlockQ8*, Stream) {
+                    int, DecodeSlots*, Q8Vector, bool, Stream) {
     no_gpu_code();
 }
 

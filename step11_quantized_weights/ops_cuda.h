@@ -19,8 +19,9 @@
 
 #include <cstdint>
 
+#include "q8_vector.h"
+
 struct CUstream_st;  // a cudaStream_t points to one (cuda_graph.h); nullptr is the default stream
-struct BlockQ8;      // 32 activations as int8 and a scale (quant_dot.h)
 
 namespace gpu {
 
@@ -107,27 +108,43 @@ struct HeadShape {
 
 // ---- Step 11: block matrices are multiplied with 8-bit activations ----
 //
-// For a matrix of Q8_0, Q5_0, Q4_K or Q6_K blocks the kernels below take their input as the
-// CPU's 8-bit blocks (BlockQ8, quant_dot.h), which quantize_q8 writes into `*_q8` first (one
-// kernel more), and multiply it with the blocks in integers (dp4a), as the CPU's matmul_q8
-// does; the same BlockQ8 bits, so the same integer sums. An F32, F16 or BF16 matrix's product
-// stays in floats, and the scratch is not touched.
+// For a matrix of Q8_0, Q5_0, Q4_K or Q6_K blocks the kernels below take their input rounded to
+// 8 bits (a Q8Vector, q8_vector.h: the values of the CPU's BlockQ8 blocks) and multiply it
+// with the blocks in integers (dp4a), as the CPU's matmul_q8 does: the same 8-bit values, so
+// the same integer sums. An F32, F16 or BF16 matrix's product stays in floats.
+//
+// The rounding happens where the activations are made, so that no product waits for a kernel
+// of its own: the attention's merge writes Wo's input, gate_up_swiglu writes down's, and the
+// products that end a sublayer (matvec_add) write the next sublayer's normalized input. A
+// function given `*_q8_written = false` rounds its input itself first (one launch more: the
+// checks, and the first layer's input after the embedding).
 
-// out = the BlockQ8 blocks of x (n values, a multiple of 32), or of rmsnorm(x) * norm_weight
-// as the CPU's rmsnorm computes it when norm_weight is not null.
-void quantize_q8(BlockQ8* out, const float* x, const float* norm_weight, float eps, int n,
+// out = x (n values, a multiple of 32) rounded to 8 bits, or rmsnorm(x) * norm_weight as the
+// CPU's rmsnorm computes it when norm_weight is not null.
+void quantize_q8(Q8Vector out, const float* x, const float* norm_weight, float eps, int n,
                  Stream stream);
+
+// What a product that completes the residual stream x also writes: the 8 bits of
+// rmsnorm(x) * norm_weight, the next block-matrix product's input. `done` is one int of device
+// memory, zero between launches (the kernel's last block counts to the end and resets it).
+struct NormedQ8 {
+    Q8Vector out;              // (d_model)
+    const float* norm_weight;  // (d_model)
+    float eps;
+    int* done;
+};
 
 // rmsnorm, the Q, K and V products, their biases and RoPE in one kernel: q = rope(Wq h + bq),
 // and the key rope(Wk h + bk) and value Wv h + bv written into row slots->position of this
 // layer's cache (k_cache, v_cache: (capacity, n_kv_heads * head_dim)), with h = rmsnorm(x).
 // A warp computes the two rows that RoPE turns together, (i, i + head_dim / 2) of one head.
-// One launch when the three matrices share a type, two when only V's differs, else three;
-// x_q8 (d_model / 32 blocks) receives h's 8-bit blocks when one of them is a block type.
+// One launch when Q and K share a type and V's is theirs, Q6_K or Q8_0 (Qwen's published
+// files), else one a type. x_q8 (d_model) holds h rounded to 8 bits when x_q8_written, and
+// receives it otherwise, when one of the matrices is a block type.
 void qkv_rope_cache(float* q, float* k_cache, float* v_cache, const float* x,
                     const float* norm_weight, float eps, const QkvWeights& w, int d_model,
-                    HeadShape heads, float rope_base, const DecodeSlots* slots, BlockQ8* x_q8,
-                    Stream stream);
+                    HeadShape heads, float rope_base, const DecodeSlots* slots, Q8Vector x_q8,
+                    bool x_q8_written, Stream stream);
 
 // Floats of scratch decode_attention needs for a cache of `capacity` positions.
 int64_t decode_attention_scratch(int capacity, HeadShape heads);
@@ -135,23 +152,28 @@ int64_t decode_attention_scratch(int capacity, HeadShape heads);
 // attention() for the one query at slots->position, over positions 0..slots->position: the
 // split kernel and its merge, the chunk layout worked out on the device from the position
 // (the same layout attention() chooses) with a grid sized for `capacity` positions.
-// Step 11: with out_q8 (not null), out's 8-bit blocks are written there too, for a block-type
-// Wo, by the merge kernel (head_dim a multiple of 32; else it fails).
+// Step 11: with out_q8.q not null, out rounded to 8 bits is written there too, for a
+// block-type Wo, by the merge kernel (head_dim a multiple of 32; else it fails).
 void decode_attention(float* out, const float* q, const float* k_cache, const float* v_cache,
                       float* scratch, int capacity, HeadShape heads, const DecodeSlots* slots,
-                      BlockQ8* out_q8, Stream stream);
+                      Q8Vector out_q8, Stream stream);
 
 // x += in W^T: the matrix-vector product with the residual add in its epilogue (the attention
-// output and down projections). in_q8: in_dim / 32 blocks of scratch, for a block type, which
-// already hold in's blocks when in_q8_written (decode_attention wrote them).
+// output and down projections). in_q8 (in_dim): in rounded to 8 bits, for a block type, which
+// this function writes first unless in_q8_written. With `next` not null, the kernel's last
+// block also writes next->out from the finished x.
 void matvec_add(float* x, const float* in, const void* w, uint32_t w_type, int in_dim, int out_dim,
-                BlockQ8* in_q8, bool in_q8_written, Stream stream);
+                Q8Vector in_q8, bool in_q8_written, const NormedQ8* next, Stream stream);
 
 // out = silu(Wgate h) * (Wup h) with h = rmsnorm(x): a warp computes row i of both products,
-// so the two matrices must be of one type.
+// so the two matrices must be of one type. x_q8 as for qkv_rope_cache. With out_q8.q not null
+// (d_ff a multiple of 32) out rounded to 8 bits is written there too: the last of the blocks
+// that compute 32 rows rounds them, counting in group_done (d_ff / 32 ints, zero between
+// launches).
 void gate_up_swiglu(float* out, const float* x, const float* norm_weight, float eps,
                     const void* w_gate, const void* w_up, uint32_t w_type, int d_model, int d_ff,
-                    BlockQ8* x_q8, Stream stream);
+                    Q8Vector x_q8, bool x_q8_written, Q8Vector out_q8, int* group_done,
+                    Stream stream);
 
 // Bytes of scratch lm_head_argmax needs.
 int64_t lm_head_argmax_scratch();
@@ -159,8 +181,9 @@ int64_t lm_head_argmax_scratch();
 // The final rmsnorm, the LM head (logits = W rmsnorm(x)) and argmax(), which writes the chosen
 // id into slots->token and moves slots->position on by one: the next step's input, without
 // the host. Each block leaves the best of its rows in `scratch`; a last kernel picks among them.
+// x_q8 as for qkv_rope_cache.
 void lm_head_argmax(float* logits, void* scratch, const float* x, const float* norm_weight,
                     float eps, const void* w, uint32_t w_type, int d_model, int n_vocab,
-                    DecodeSlots* slots, BlockQ8* x_q8, Stream stream);
+                    DecodeSlots* slots, Q8Vector x_q8, bool x_q8_written, Stream stream);
 
 }  // namespace gpu

@@ -7,6 +7,7 @@
 // Without a GPU these checks skip, except the ones that fail before touching the device.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -106,9 +107,11 @@ static void decode_matmul(float* out, const float* x, const std::vector<uint8_t>
     else matmul(out, x, w.data(), uint32_t(type), 1, in_dim, out_dim);
 }
 
-// Scratch for the 8-bit blocks of an input of n values.
-static DeviceBuffer<BlockQ8> q8_scratch(int n) {
-    return DeviceBuffer<BlockQ8>(size_t(n + kQ8BlockSize - 1) / kQ8BlockSize);
+// Scratch for an input of n values rounded to 8 bits.
+static DeviceQ8Vector q8_scratch(int n) {
+    DeviceQ8Vector scratch;
+    scratch.resize((n + kQ8BlockSize - 1) / kQ8BlockSize * kQ8BlockSize);
+    return scratch;
 }
 
 // Whether rows of `cols` weights are whole blocks of `type`.
@@ -503,8 +506,9 @@ TEST_CASE("qkv_rope_cache equals rmsnorm, the Q/K/V matmuls, add_bias and rope")
                              {3584, 28, 4, 128, 30000},
                              {100, 6, 2, 32, 1000}};
     // All three of one type (one launch), the tiny model's mix (one launch per matrix), and
-    // step 11's blocks: Q4_K_M files' Q4_K Q and K with a Q6_K V (two launches), the 0.5B's
-    // Q5_0 with a Q8_0 V, and Q8_0 files.
+    // step 11's blocks: Q4_K_M files' Q4_K Q and K with a Q6_K V and the 0.5B's Q5_0 with a
+    // Q8_0 V (one launch of two types), Q8_0 files, and a V no published file pairs with Q4_K
+    // (a launch a matrix).
     const GgmlType type_sets[][3] = {{GgmlType::F32, GgmlType::F32, GgmlType::F32},
                                      {GgmlType::F16, GgmlType::F16, GgmlType::F16},
                                      {GgmlType::BF16, GgmlType::BF16, GgmlType::BF16},
@@ -512,7 +516,8 @@ TEST_CASE("qkv_rope_cache equals rmsnorm, the Q/K/V matmuls, add_bias and rope")
                                      {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K},
                                      {GgmlType::Q5_0, GgmlType::Q5_0, GgmlType::Q8_0},
                                      {GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0},
-                                     {GgmlType::Q6_K, GgmlType::F16, GgmlType::Q4_K}};
+                                     {GgmlType::Q6_K, GgmlType::F16, GgmlType::Q4_K},
+                                     {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q5_0}};
     const float eps = 1e-6f, base = 1e6f;
     for (const auto& shape : shapes) {
         for (const auto& types : type_sets) {
@@ -560,10 +565,10 @@ TEST_CASE("qkv_rope_cache equals rmsnorm, the Q/K/V matmuls, add_bias and rope")
             const gpu::QkvWeights w{device_wq.data(),   device_wk.data(),   device_wv.data(),
                                     device_bq.data(),   device_bk.data(),   device_bv.data(),
                                     uint32_t(types[0]), uint32_t(types[1]), uint32_t(types[2])};
-            DeviceBuffer<BlockQ8> x_q8 = q8_scratch(d);
+            DeviceQ8Vector x_q8 = q8_scratch(d);
             gpu::qkv_rope_cache(out_q.data(), k_cache.data(), v_cache.data(), device_x.data(),
                                 device_norm.data(), eps, w, d, heads, base, as_slots(slots),
-                                x_q8.data(), nullptr);
+                                x_q8.view(), false, nullptr);
             // The CPU rounds h = x * g / rms once and then adds the products; the GPU adds
             // w * (x * g) and scales the sum by 1/rms (with the squares summed in float,
             // ~1e-6 relative). Sums of order 1 over up to 3584 terms: roundings of about
@@ -609,17 +614,17 @@ static void check_decode_attention_at(int capacity, std::vector<int> positions,
         DeviceBuffer<int32_t> slots = slots_at(0, position);
         // Step 11: the output's 8-bit blocks too, when the head is whole blocks of 32.
         const bool whole = heads.head_dim % kQ8BlockSize == 0;
-        DeviceBuffer<BlockQ8> out_q8 = q8_scratch(q_dim);
+        DeviceQ8Vector out_q8 = q8_scratch(q_dim);
         gpu::decode_attention(out.data(), device_q.data(), device_k.data(), device_v.data(),
                               scratch.data(), capacity, heads, as_slots(slots),
-                              whole ? out_q8.data() : nullptr, nullptr);
+                              whole ? out_q8.view() : Q8Vector{}, nullptr);
         // attention()'s tolerance and reasons (check_attention above): the same kernels.
         const std::vector<float> gpu_out = out.download();
         check_close(gpu_out, expected, {1e-5, 1e-4}, q_dim);
         if (whole) {  // quantize_row_q8 of the very floats written: the same bytes
             std::vector<BlockQ8> blocks(q_dim / kQ8BlockSize);
             quantize_row_q8(gpu_out.data(), blocks.data(), q_dim);
-            const std::vector<BlockQ8> written = out_q8.download();
+            const std::vector<BlockQ8> written = out_q8.download(q_dim);
             CHECK(std::memcmp(written.data(), blocks.data(), blocks.size() * sizeof(BlockQ8)) == 0);
         }
     }
@@ -638,8 +643,11 @@ TEST_CASE("decode_attention reads its position from the slots and equals attenti
 
 TEST_CASE("matvec_add equals x + matmul: the residual add in the epilogue") {
     if (!gpu_or_skip()) return;
-    // (in_dim, out_dim): the one-element loop, a warp a row, and 8960 (rows split over 4 warps).
-    const int shapes[][2] = {{7, 33}, {1536, 1536}, {8960, 1536}, {4867, 100}, {896, 70}};
+    // (in_dim, out_dim): the one-element loop, a warp a row, and 8960 and 18944 (rows split
+    // over 4 warps); for the blocks, rows of 3 and 11 blocks (odd: Q8_0, Q5_0 and Q6_K rows
+    // then start at both 2-byte alignments) and slices that fill no whole warp.
+    const int shapes[][2] = {{7, 33},   {1536, 1536}, {8960, 1536}, {4867, 100},
+                             {896, 70}, {96, 50},     {2816, 77},   {18944, 40}};
     for (const auto& shape : shapes) {
         for (GgmlType type : kAllWeightTypes) {
             const int in_dim = shape[0], out_dim = shape[1];
@@ -656,11 +664,51 @@ TEST_CASE("matvec_add equals x + matmul: the residual add in the epilogue") {
 
             DeviceBuffer<float> device_in(in), device_x(x);
             DeviceBuffer<uint8_t> device_w(w);
-            DeviceBuffer<BlockQ8> in_q8 = q8_scratch(in_dim);
+            DeviceQ8Vector in_q8 = q8_scratch(in_dim);
             gpu::matvec_add(device_x.data(), device_in.data(), device_w.data(), uint32_t(type),
-                            in_dim, out_dim, in_q8.data(), false, nullptr);
+                            in_dim, out_dim, in_q8.view(), false, nullptr, nullptr);
             // matmul's tolerance (the same kernel), and then one float addition.
             check_close(device_x.download(), expected, {1e-4, 1e-4}, out_dim);
+        }
+    }
+}
+
+TEST_CASE("matvec_add's last block rounds rmsnorm of the finished x, as quantize_row_q8 does") {
+    if (!gpu_or_skip()) return;
+    // (in_dim, out_dim): out_dim is the next product's input, whole blocks of 32; grids of 1 to
+    // 1536 blocks, twice in a row on one counter (the last block must reset it).
+    const int shapes[][2] = {{896, 32}, {1536, 1536}, {8960, 1536}, {4864, 896}};
+    for (const auto& shape : shapes) {
+        for (GgmlType type : {GgmlType::F16, GgmlType::Q4_K, GgmlType::Q5_0}) {
+            const int in_dim = shape[0], out_dim = shape[1];
+            if (!whole_blocks(type, in_dim)) continue;
+            CAPTURE(in_dim);
+            CAPTURE(out_dim);
+            CAPTURE(ggml_type_info(uint32_t(type)).name);
+            std::vector<float> in = random_values(in_dim, 43);
+            std::vector<float> norm = random_values(out_dim, 44, 0.5f, 1.5f);
+            std::vector<uint8_t> w = random_weights(type, out_dim, in_dim, 45);
+            DeviceBuffer<float> device_in(in), device_norm(norm);
+            DeviceBuffer<float> device_x(random_values(out_dim, 46));
+            DeviceBuffer<uint8_t> device_w(w);
+            DeviceBuffer<int> done(std::vector<int>(1, 0));
+            DeviceQ8Vector in_q8 = q8_scratch(in_dim), next_q8 = q8_scratch(out_dim);
+            const gpu::NormedQ8 next{next_q8.view(), device_norm.data(), 1e-6f, done.data()};
+            for (int round = 0; round < 2; round++) {
+                CAPTURE(round);
+                gpu::matvec_add(device_x.data(), device_in.data(), device_w.data(), uint32_t(type),
+                                in_dim, out_dim, in_q8.view(), false, &next, nullptr);
+                // The CPU's rmsnorm and rounding of the very x the GPU finished: the same bytes.
+                const std::vector<float> x = device_x.download();
+                std::vector<float> h(out_dim);
+                rmsnorm(h.data(), x.data(), norm.data(), 1, out_dim, 1e-6f);
+                std::vector<BlockQ8> expected(out_dim / kQ8BlockSize);
+                quantize_row_q8(h.data(), expected.data(), out_dim);
+                const std::vector<BlockQ8> written = next_q8.download(out_dim);
+                CHECK(std::memcmp(written.data(), expected.data(),
+                                  expected.size() * sizeof(BlockQ8)) == 0);
+                CHECK(done.download()[0] == 0);
+            }
         }
     }
 }
@@ -696,14 +744,49 @@ TEST_CASE("gate_up_swiglu equals rmsnorm, the gate and up matmuls and swiglu") {
             DeviceBuffer<float> device_x(x), device_norm(norm);
             DeviceBuffer<uint8_t> device_wg(wg), device_wu(wu);
             DeviceBuffer<float> out = poisoned(d_ff);
-            DeviceBuffer<BlockQ8> x_q8 = q8_scratch(d);
+            DeviceQ8Vector x_q8 = q8_scratch(d);
             gpu::gate_up_swiglu(out.data(), device_x.data(), device_norm.data(), 1e-6f,
                                 device_wg.data(), device_wu.data(), uint32_t(type), d, d_ff,
-                                x_q8.data(), nullptr);
+                                x_q8.view(), false, Q8Vector{}, nullptr, nullptr);
             // qkv_rope_cache's reasoning for the two sums (1e-4 + 1e-4 relative on gate sums
             // up to ~3 times larger), then silu(g) * u, whose slope in g is at most 1.1: the
             // same bound, with the 3x taken by the relative part.
             check_close(out.download(), expected, {3e-4, 1e-4}, d_ff);
+        }
+    }
+}
+
+TEST_CASE("gate_up_swiglu rounds its outputs for down, 32 rows at a time, as quantize_row_q8") {
+    if (!gpu_or_skip()) return;
+    const int shapes[][2] = {{256, 32}, {896, 4864}, {1536, 8960}};
+    for (const auto& shape : shapes) {
+        for (GgmlType type : {GgmlType::F16, GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q8_0}) {
+            const int d = shape[0], d_ff = shape[1];
+            if (!whole_blocks(type, d)) continue;
+            CAPTURE(d);
+            CAPTURE(d_ff);
+            CAPTURE(ggml_type_info(uint32_t(type)).name);
+            DeviceBuffer<float> device_x(random_values(d, 54, -2.0f, 2.0f));
+            DeviceBuffer<float> device_norm(random_values(d, 55, 0.5f, 1.5f));
+            DeviceBuffer<uint8_t> device_wg(random_weights(type, d_ff, d, 56));
+            DeviceBuffer<uint8_t> device_wu(random_weights(type, d_ff, d, 57));
+            DeviceBuffer<float> out = poisoned(d_ff);
+            DeviceBuffer<int> group_done(std::vector<int>(d_ff / kQ8BlockSize, 0));
+            DeviceQ8Vector x_q8 = q8_scratch(d), out_q8 = q8_scratch(d_ff);
+            for (int round = 0; round < 2; round++) {  // the counters reset for the next launch
+                CAPTURE(round);
+                gpu::gate_up_swiglu(out.data(), device_x.data(), device_norm.data(), 1e-6f,
+                                    device_wg.data(), device_wu.data(), uint32_t(type), d, d_ff,
+                                    x_q8.view(), false, out_q8.view(), group_done.data(), nullptr);
+                const std::vector<float> outputs = out.download();
+                std::vector<BlockQ8> expected(d_ff / kQ8BlockSize);
+                quantize_row_q8(outputs.data(), expected.data(), d_ff);
+                const std::vector<BlockQ8> written = out_q8.download(d_ff);
+                CHECK(std::memcmp(written.data(), expected.data(),
+                                  expected.size() * sizeof(BlockQ8)) == 0);
+                const std::vector<int> counters = group_done.download();
+                CHECK(std::count(counters.begin(), counters.end(), 0) == int(counters.size()));
+            }
         }
     }
 }
@@ -741,10 +824,10 @@ TEST_CASE("lm_head_argmax equals rmsnorm, matmul and argmax, and moves the slots
             DeviceBuffer<uint8_t> scratch(size_t(gpu::lm_head_argmax_scratch()));
             DeviceBuffer<float> logits = poisoned(n_vocab);
             DeviceBuffer<int32_t> slots = slots_at(-1, 41);
-            DeviceBuffer<BlockQ8> x_q8 = q8_scratch(d);
+            DeviceQ8Vector x_q8 = q8_scratch(d);
             gpu::lm_head_argmax(logits.data(), scratch.data(), device_x.data(), device_norm.data(),
                                 1e-6f, device_w.data(), uint32_t(type), d, n_vocab, as_slots(slots),
-                                x_q8.data(), nullptr);
+                                x_q8.view(), false, nullptr);
             // qkv_rope_cache's reasoning: the same fused norm and products.
             const std::vector<float> gpu_logits = logits.download();
             check_close(gpu_logits, expected, {1e-4, 1e-4});
@@ -772,7 +855,7 @@ TEST_CASE("lm_head_argmax treats NaN logits as argmax does") {
         DeviceBuffer<int32_t> slots = slots_at(-1, 0);
         gpu::lm_head_argmax(logits.data(), scratch.data(), device_x.data(), device_norm.data(),
                             1e-6f, device_w.data(), uint32_t(GgmlType::F32), d, n_vocab,
-                            as_slots(slots), nullptr, nullptr);
+                            as_slots(slots), Q8Vector{}, false, nullptr);
         const std::vector<float> gpu_logits = logits.download();
         CHECK(std::isnan(gpu_logits[nan_row]));
         // argmax() never moves to a NaN, and a NaN at 0 is where it starts and stays.
@@ -794,10 +877,12 @@ TEST_CASE("the fused kernels refuse what they cannot read, in one line") {
                             uint32_t(GgmlType::F16),
                             uint32_t(GgmlType::F16)};
     CHECK_THROWS_WITH_AS(gpu::qkv_rope_cache(nullptr, nullptr, nullptr, nullptr, nullptr, 1e-6f, w,
-                                             64, {2, 1, 33}, 1e6f, nullptr, nullptr, nullptr),
+                                             64, {2, 1, 33}, 1e6f, nullptr, Q8Vector{}, false,
+                                             nullptr),
                          "gpu::qkv_rope_cache needs an even head_dim, not 33", Error);
     CHECK_THROWS_WITH_AS(gpu::gate_up_swiglu(nullptr, nullptr, nullptr, 1e-6f, nullptr, nullptr,
-                                             uint32_t(GgmlType::Q4_1), 64, 64, nullptr, nullptr),
+                                             uint32_t(GgmlType::Q4_1), 64, 64, Q8Vector{}, false,
+                                             Q8Vector{}, nullptr, nullptr),
                          "gpu::gate_up_swiglu reads F32, F16, BF16, Q8_0, Q5_0, Q4_K or Q6_K "
                          "weights, not Q4_1",
                          Error);
@@ -819,12 +904,12 @@ TEST_CASE("quantize_q8 writes the CPU's 8-bit blocks bit for bit, after rmsnorm 
             quantize_row_q8(h.data(), expected.data(), n);
 
             DeviceBuffer<float> device_x(x), device_norm(norm);
-            DeviceBuffer<BlockQ8> out = q8_scratch(n);
-            gpu::quantize_q8(out.data(), device_x.data(), with_norm ? device_norm.data() : nullptr,
+            DeviceQ8Vector out = q8_scratch(n);
+            gpu::quantize_q8(out.view(), device_x.data(), with_norm ? device_norm.data() : nullptr,
                              1e-6f, n, nullptr);
             // The same float operations in the same order (the sum of squares aside, which is
             // in double on both sides): the same bytes.
-            const std::vector<BlockQ8> blocks = out.download();
+            const std::vector<BlockQ8> blocks = out.download(n);
             CHECK(std::memcmp(blocks.data(), expected.data(), expected.size() * sizeof(BlockQ8)) ==
                   0);
         }

@@ -139,12 +139,35 @@ constexpr int kBlockBatch = 4;
 template <typename Weight>
 constexpr int kLoadBatchOf = kBlockWeights<Weight> == 1 ? kLoadBatch : kBlockBatch;
 
-// Piece p of a block row times the 8-bit activations beneath it (quant_blocks_cuda.cuh). The
-// plain types never take this path; their overload exists so that the kernels compile.
-template <typename Weight, typename Piece>
-__device__ float dot_piece_q8(const Piece& piece, int p, const BlockQ8* x, const Weight*) {
-    if constexpr (kIsBlockType<Weight>) return dot_q8(piece, p, activation_piece(x, p));
-    else return 0.0f;
+// ---- block rows times 8-bit activations, a slice of 32 weights a lane ----
+
+// Slices a lane loads before it multiplies the first: enough bytes in flight per lane for the
+// memory's latency, within the registers that keep a multiprocessor's warps resident.
+constexpr int kSliceBatch = 4;
+
+// Each lane's share of the dot products of kRows block rows (row[r], `dim` weights each) with
+// x_q8: the slices first, first + stride, ... of every row, their loads interleaved so that
+// all of them are in flight at once. The caller adds the lanes' shares (warp_sum).
+template <typename Block, int kRows>
+__device__ void dot_rows_q8(const Block* const (&row)[kRows], Q8Vector x_q8, int dim, int first,
+                            int stride, float (&sums)[kRows]) {
+    static_assert(kIsBlockType<Block>, "slices are a block type's");
+    const int n_slices = dim / kQ8BlockSize;
+    for (int r = 0; r < kRows; r++) sums[r] = 0.0f;
+    for (int s0 = first; s0 < n_slices; s0 += kSliceBatch * stride) {
+        decltype(load_slice(row[0], 0)) batch[kRows][kSliceBatch];
+#pragma unroll
+        for (int j = 0; j < kSliceBatch; j++)
+#pragma unroll
+            for (int r = 0; r < kRows; r++)
+                if (s0 + j * stride < n_slices) batch[r][j] = load_slice(row[r], s0 + j * stride);
+#pragma unroll
+        for (int j = 0; j < kSliceBatch; j++)
+#pragma unroll
+            for (int r = 0; r < kRows; r++)
+                if (s0 + j * stride < n_slices)
+                    sums[r] += dot_slice(batch[r][j], s0 + j * stride, x_q8);
+    }
 }
 
 }  // namespace gpu

@@ -185,11 +185,11 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
 
 // One block per query head. Its 4 warps take every 4th chunk, lanes the head's dimensions,
 // so the chunks' rows are read coalesced and 4 at a time; then the warps' sums are added.
-// With out_q8, the head's outputs are also written as 8-bit blocks, the input of a
+// With out_q8.q, the head's outputs are also written rounded to 8 bits, the input of a
 // block-type Wo (warp w quantizes outputs 32w .. 32w + 31; head_dim must be a multiple of 32).
 __global__ void merge_chunks_kernel(float* out, ChunkPartials partials, int n_positions,
                                     const int32_t* position, int max_chunks, int n_heads,
-                                    int head_dim, BlockQ8* out_q8) {
+                                    int head_dim, Q8Vector out_q8) {
     if (position) n_positions = *position + 1;
     const int n_chunks = chunk_layout(n_positions, max_chunks).n_chunks;
     // BEGIN SOLUTION step09 merge_chunks_kernel
@@ -230,10 +230,10 @@ __global__ void merge_chunks_kernel(float* out, ChunkPartials partials, int n_po
         out[head * head_dim + d] = value / total;
     }
     // END SOLUTION
-    if (out_q8 && threadIdx.x < head_dim) {  // whole warps: head_dim is a multiple of 32
+    if (out_q8.q && threadIdx.x < head_dim) {  // whole warps: head_dim is a multiple of 32
         float value = 0.0f;
         for (int i = 0; i < kDecodeWarps; i++) value += warp_values[i][threadIdx.x];
-        quantize_in_warp(value / total, out_q8[(head * head_dim + threadIdx.x) / kQ8BlockSize]);
+        quantize_in_warp(value / total, out_q8, (head * head_dim + threadIdx.x) / kQ8BlockSize);
     }
 }
 
@@ -270,7 +270,7 @@ void split_attention(float* out, const float* q, const float* k, const float* v,
         partials, q, k, v, n_positions, nullptr, max_chunks, n_heads, n_kv_heads, head_dim);
     check_launch("split_attention_kernel");
     merge_chunks_kernel<<<n_heads, kDecodeWarps * kWarpSize>>>(
-        out, partials, n_positions, nullptr, max_chunks, n_heads, head_dim, nullptr);
+        out, partials, n_positions, nullptr, max_chunks, n_heads, head_dim, Q8Vector{});
     check_launch("merge_chunks_kernel");
 }
 
@@ -288,9 +288,9 @@ int64_t decode_attention_scratch(int capacity, HeadShape heads) {
 
 void decode_attention(float* out, const float* q, const float* k_cache, const float* v_cache,
                       float* scratch, int capacity, HeadShape heads, const DecodeSlots* slots,
-                      BlockQ8* out_q8, Stream stream) {
+                      Q8Vector out_q8, Stream stream) {
     check_attention_shape(heads.n_heads, heads.n_kv_heads, heads.head_dim);
-    if (out_q8 && heads.head_dim % kQ8BlockSize != 0)
+    if (out_q8.q && heads.head_dim % kQ8BlockSize != 0)
         fail("gpu::decode_attention writes 8-bit blocks of heads of a multiple of 32, not %d",
              heads.head_dim);
     const int grid_chunks = decode_grid_chunks(capacity, heads.n_kv_heads);

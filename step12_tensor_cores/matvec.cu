@@ -1,7 +1,8 @@
 // matvec.cu - matmul for one token: out = W x, a warp (or a few) per output row. Its CPU twin
 // is ops_cpu.cpp's matmul with one token; matmul.cu chooses it, and matvec_add adds the
 // product to out (the residual add, fused into the product).
-// A block matrix's product can also take x as 8-bit blocks (x_q8), as the CPU's does.
+// A block matrix's product can also take x rounded to 8 bits (x_q8), as the CPU's does; the
+// block product that completes the residual stream can round its normalized value for the next.
 // Written in step 9; last changed in step 11 (weights of any type, 8-bit activations).
 //
 // Decode multiplies each weight matrix by one vector, so it is a read of W and little else:
@@ -34,7 +35,7 @@
 
 namespace gpu {
 
-constexpr int kPiecesToSplitRow = 1024;  // a row of this many 16-byte pieces takes 4 warps
+constexpr int kWeightsToSplitRow = 8192;  // a row of this many weights takes 4 warps
 
 // The dot product of piece p of a row with the floats of x it multiplies (x + p * kPieceWeights).
 template <typename Weight, typename Piece>
@@ -52,12 +53,13 @@ __device__ float dot_piece(const Piece& piece, int p, const float* x, const Weig
 }
 
 // warps_per_row is 1 (4 rows a block) or kMatvecWarps (1 row a block). With `accumulate` the
-// result is added to out. With x_q8 (block types only) the row is multiplied with x's 8-bit
-// blocks, not x.
+// result is added to out. With x_q8.q (block types only) the row is multiplied with x's 8-bit
+// values, a slice of 32 weights a lane, not with x. With next.done, the last block to finish
+// rounds rmsnorm(out) into next.out (the next product's input).
 template <typename Weight>
 __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int in_dim, int out_dim,
-                              int warps_per_row, bool vectorized, bool accumulate,
-                              const BlockQ8* x_q8) {
+                              int warps_per_row, bool vectorized, bool accumulate, Q8Vector x_q8,
+                              NormedQ8 next) {
     // BEGIN SOLUTION step09 matvec_kernel
     __shared__ float partial_sums[kMatvecWarps];
     constexpr int kPerLoad = kPieceWeights<Weight>, kBatch = kLoadBatchOf<Weight>;
@@ -69,7 +71,14 @@ __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int i
     if (row < out_dim) {
         const Weight* w_row = row_start(w, row, in_dim);
         const int first_lane = part * kWarpSize, stride = warps_per_row * kWarpSize;
-        if (vectorized) {  // the row is read in pieces (pieces_fit)
+        if (x_q8.q) {  // a block row times 8-bit activations
+            if constexpr (kIsBlockType<Weight>) {
+                const Weight* rows[1] = {w_row};
+                float sums[1];
+                dot_rows_q8(rows, x_q8, in_dim, first_lane + lane, stride, sums);
+                sum = sums[0];
+            }
+        } else if (vectorized) {  // the row is read in pieces (pieces_fit)
             // kBatch pieces a lane are loaded before the first is used: a row of up to
             // kBatch * 32 pieces is then one wait for memory, not one a piece.
             const int n_pieces = in_dim / kPerLoad;
@@ -82,9 +91,7 @@ __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int i
 #pragma unroll
                 for (int j = 0; j < kBatch; j++) {
                     const int p = first + j * stride;
-                    if (p >= n_pieces) continue;
-                    sum += x_q8 ? dot_piece_q8(batch[j], p, x_q8, w_row)
-                                : dot_piece(batch[j], p, x + p * kPerLoad, w_row);
+                    if (p < n_pieces) sum += dot_piece(batch[j], p, x + p * kPerLoad, w_row);
                 }
             }
         } else {
@@ -95,29 +102,31 @@ __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int i
     sum = warp_sum(sum);
     if (warps_per_row == 1) {
         if (row < out_dim && lane == 0) out[row] = accumulate ? out[row] + sum : sum;
-        return;
-    }
-    if (lane == 0) partial_sums[warp] = sum;
-    __syncthreads();
-    if (threadIdx.x == 0 && row < out_dim) {
-        float total = 0.0f;
-        for (int i = 0; i < kMatvecWarps; i++) total += partial_sums[i];
-        out[row] = accumulate ? out[row] + total : total;
+    } else {
+        if (lane == 0) partial_sums[warp] = sum;
+        __syncthreads();
+        if (threadIdx.x == 0 && row < out_dim) {
+            float total = 0.0f;
+            for (int i = 0; i < kMatvecWarps; i++) total += partial_sums[i];
+            out[row] = accumulate ? out[row] + total : total;
+        }
     }
     // END SOLUTION
+    if (next.done && last_block_done(next.done, gridDim.x))
+        quantize_blocks(next.out, out, next.norm_weight, next.eps, out_dim, 0, kMatvecWarps);
 }
 
 template <typename Weight>
 static void launch_matvec(float* out, const float* x, const Weight* w, int in_dim, int out_dim,
                           bool accumulate = false, Stream stream = nullptr,
-                          const BlockQ8* x_q8 = nullptr) {
+                          Q8Vector x_q8 = Q8Vector{}, const NormedQ8* next = nullptr) {
     const bool vectorized = pieces_fit<Weight>(in_dim, w, x);
-    const int warps_per_row =
-        in_dim / kPieceWeights<Weight> >= kPiecesToSplitRow ? kMatvecWarps : 1;
+    const int warps_per_row = in_dim >= kWeightsToSplitRow ? kMatvecWarps : 1;
     const int rows_per_block = kMatvecWarps / warps_per_row;
     const unsigned blocks = unsigned((int64_t(out_dim) + rows_per_block - 1) / rows_per_block);
     matvec_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
-        out, x, w, in_dim, out_dim, warps_per_row, vectorized || x_q8, accumulate, x_q8);
+        out, x, w, in_dim, out_dim, warps_per_row, vectorized, accumulate, x_q8,
+        next ? *next : NormedQ8{});
     check_launch("matvec_kernel");
 }
 
@@ -130,16 +139,16 @@ void matvec(float* out, const float* x, const void* w, uint32_t w_type, int in_d
 }
 
 // x += W in, for the decode step: matvec with the residual add in its epilogue; a block
-// matrix takes `in` as 8-bit blocks (in_q8), quantized here unless in_q8_written.
+// matrix takes `in` rounded to 8 bits (in_q8), rounded here unless in_q8_written.
 void matvec_add(float* x, const float* in, const void* w, uint32_t w_type, int in_dim, int out_dim,
-                BlockQ8* in_q8, bool in_q8_written, Stream stream) {
+                Q8Vector in_q8, bool in_q8_written, const NormedQ8* next, Stream stream) {
     if (out_dim == 0) return;
     const bool blocks = is_block_type(w_type);
     with_weight_type(w_type, "matvec_add", [&](auto tag) {
         using Weight = typename decltype(tag)::type;
         if (blocks && !in_q8_written) quantize_q8(in_q8, in, nullptr, 0.0f, in_dim, stream);
         launch_matvec(x, in, static_cast<const Weight*>(w), in_dim, out_dim, true, stream,
-                      blocks ? in_q8 : nullptr);
+                      blocks ? in_q8 : Q8Vector{}, next);
     });
 }
 

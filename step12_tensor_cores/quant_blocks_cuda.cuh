@@ -19,12 +19,14 @@
 // The fields are read with loads of 2 or 4 bytes: blocks of 34, 22 and 210 bytes leave fields
 // only 2-byte aligned, and the file's layout is kept as it is.
 //
-// Decoding (fused_decode.cu's kernels) multiplies a piece with 8-bit activations instead,
-// the CPU's BlockQ8 (quant_dot.h), built by the same arithmetic: dot_q8(piece, p, x) makes the
-// 8 quants into 4-byte words of small integers and adds their products with x's 8 bytes by
-// two dp4a instructions (4 products of bytes and their sum, in one instruction), then scales
-// the integer sum by the two blocks' scales. Per weight that is a quarter of an instruction
-// and one byte of x, where the float path takes two instructions and 4 bytes of x.
+// Decoding multiplies each row with 8-bit activations instead (the CPU's BlockQ8 values, held
+// as a Q8Vector: the quants in one array, the scales in another). There a lane takes a *slice*
+// of 32 weights: a whole Q8_0 or Q5_0 block, or an eighth of a Q4_K or Q6_K block, loaded with
+// 4- and 16-byte loads, its scales decoded once, and multiplied with the 32 activations beneath
+// it by dp4a (4 products of bytes and their sum, in one instruction), 8 of them a slice:
+//   load_slice(row, s)       the bytes slice s needs
+//   dot_slice(slice, s, x)   sum of w * x over its 32 weights, the integer sums exact
+// Consecutive lanes take consecutive slices, so a warp's loads cover consecutive bytes of the row.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -32,6 +34,7 @@
 #include <cstdint>
 
 #include "ggml_types.h"
+#include "ops_cuda.h"
 #include "quant_dot.h"
 
 namespace gpu {
@@ -78,24 +81,6 @@ __device__ inline float half_bits_to_float(uint32_t bits) {
 __device__ inline uint32_t byte_of(uint2 bytes, int k) {
     return ((k < 4 ? bytes.x : bytes.y) >> (8 * (k % 4))) & 0xFF;
 }
-// The 8 activations of piece p, as two words of 4 int8, and their block's scale.
-struct ActivationPiece {
-    int2 q;
-    float d;
-};
-__device__ inline ActivationPiece activation_piece(const BlockQ8* x, int p) {
-    const BlockQ8& block = x[p / 4];
-    return ActivationPiece{*reinterpret_cast<const int2*>(block.q + 8 * (p % 4)), block.d};
-}
-// The integer dot product of 8 small non-negative integers (4 bytes in each of two words)
-// with 8 int8 activations, and the sum of those activations.
-__device__ inline int dot_8_bytes(uint32_t low, uint32_t high, int2 x) {
-    return __dp4a(int(low), x.x, __dp4a(int(high), x.y, 0));
-}
-__device__ inline int sum_8_bytes(int2 x) {
-    return __dp4a(0x01010101, x.x, __dp4a(0x01010101, x.y, 0));
-}
-
 // w[k] of an unpacked piece for a k known only at run time, without indexing the array (which
 // would move it from registers to local memory).
 __device__ inline float pick(const float (&w)[8], int k) {
@@ -119,10 +104,6 @@ __device__ inline PieceQ8_0 load_piece(const BlockQ8_0* row, int p) {
 __device__ inline void unpack(const PieceQ8_0& piece, int, float (&w)[8]) {
     const float d = half_bits_to_float(piece.d);
     for (int k = 0; k < 8; k++) w[k] = d * float(int8_t(byte_of(piece.q, k)));
-}
-__device__ inline float dot_q8(const PieceQ8_0& piece, int, const ActivationPiece& x) {
-    const int sum = __dp4a(int(piece.q.x), x.q.x, __dp4a(int(piece.q.y), x.q.y, 0));
-    return half_bits_to_float(piece.d) * x.d * float(sum);
 }
 __device__ inline float weight_at(const BlockQ8_0* row, int i) {
     const uint8_t* block = row[i / 32].bytes;
@@ -153,18 +134,6 @@ __device__ inline void unpack(const PieceQ5_0& piece, int p, float (&w)[8]) {
         w[k] = d * float(q - 16);
     }
 }
-// Fifth bits 0-3 of `bits` moved to bit 4 of bytes 0-3.
-__device__ inline uint32_t spread_4_bits(uint32_t bits) {
-    return ((bits & 1) << 4) | ((bits & 2) << 11) | ((bits & 4) << 18) | ((bits & 8) << 25);
-}
-__device__ inline float dot_q8(const PieceQ5_0& piece, int p, const ActivationPiece& x) {
-    const int shift = p % 4 >= 2 ? 4 : 0;
-    const uint32_t low = ((piece.qs.x >> shift) & 0x0F0F0F0F) | spread_4_bits(piece.qh);
-    const uint32_t high = ((piece.qs.y >> shift) & 0x0F0F0F0F) | spread_4_bits(piece.qh >> 4);
-    // sum of (q - 16) * x = sum of q * x - 16 * sum of x
-    const int sum = dot_8_bytes(low, high, x.q) - 16 * sum_8_bytes(x.q);
-    return half_bits_to_float(piece.d) * x.d * float(sum);
-}
 __device__ inline float weight_at(const BlockQ5_0* row, int i) {
     const uint8_t* block = row[i / 32].bytes;
     const int k = i % 32;
@@ -185,8 +154,8 @@ __device__ inline float weight_at(const BlockQ5_0* row, int i) {
 static_assert(Q4_K::kOffsetDmin == Q4_K::kOffsetD + 2, "one 4-byte load reads d and dmin");
 struct PieceQ4_K {
     uint32_t d_dmin;  // f16 d in the low half, f16 dmin in the high one
-    uint32_t scales_0_3, scales_4_7, scales_8_11;  // the 12 bytes of scales and mins
-    uint2 qs;                                      // 8 bytes of qs
+    uint32_t scales[3];  // the 12 bytes of scales and mins
+    uint2 qs;            // 8 bytes of qs
 };
 __device__ inline PieceQ4_K load_piece(const BlockQ4_K* row, int p) {
     const uint8_t* block = row[p / 32].bytes;
@@ -194,15 +163,15 @@ __device__ inline PieceQ4_K load_piece(const BlockQ4_K* row, int p) {
     const uint8_t* qs_bytes = block + Q4_K::kOffsetQs + 32 * (r / 8) + 8 * (r % 4);
     const uint2 qs = __ldg(reinterpret_cast<const uint2*>(qs_bytes));
     const uint8_t* scales = block + Q4_K::kOffsetScales;
-    return PieceQ4_K{load_u32(block + Q4_K::kOffsetD), load_u32(scales), load_u32(scales + 4),
-                     load_u32(scales + 8), qs};
+    return PieceQ4_K{load_u32(block + Q4_K::kOffsetD),
+                     {load_u32(scales), load_u32(scales + 4), load_u32(scales + 8)}, qs};
 }
-// The 6-bit scale and min of the piece's sub-block.
-__device__ inline void scale_min(const PieceQ4_K& piece, int sub, int& scale, int& min) {
+// The 6-bit scale and min of sub-block `sub`, from the 12 bytes of scales as three words.
+__device__ inline void scale_min(const uint32_t (&words)[3], int sub, int& scale, int& min) {
     // Byte sub % 4 of each third of the 12 bytes (dequantize.cpp's unpack_k_scale_min).
     const int shift = 8 * (sub % 4);
-    const int low = (piece.scales_0_3 >> shift) & 0xFF, high = (piece.scales_4_7 >> shift) & 0xFF;
-    const int extra = (piece.scales_8_11 >> shift) & 0xFF;
+    const int low = (words[0] >> shift) & 0xFF, high = (words[1] >> shift) & 0xFF;
+    const int extra = (words[2] >> shift) & 0xFF;
     if (sub < 4) {
         scale = low & 63;
         min = high & 63;
@@ -214,22 +183,11 @@ __device__ inline void scale_min(const PieceQ4_K& piece, int sub, int& scale, in
 __device__ inline void unpack(const PieceQ4_K& piece, int p, float (&w)[8]) {
     const int sub = (p % 32) / 4;  // the sub-block of 32 weights
     int scale, min;
-    scale_min(piece, sub, scale, min);
+    scale_min(piece.scales, sub, scale, min);
     const float d = half_bits_to_float(piece.d_dmin) * float(scale);
     const float m = half_bits_to_float(piece.d_dmin >> 16) * float(min);
     const int nibble = sub % 2 ? 4 : 0;  // the odd sub-block of a pair: the high nibbles
     for (int k = 0; k < 8; k++) w[k] = d * float((byte_of(piece.qs, k) >> nibble) & 0xF) - m;
-}
-__device__ inline float dot_q8(const PieceQ4_K& piece, int p, const ActivationPiece& x) {
-    const int sub = (p % 32) / 4;
-    int scale, min;
-    scale_min(piece, sub, scale, min);
-    const int nibble = sub % 2 ? 4 : 0;
-    const int qx =
-        dot_8_bytes((piece.qs.x >> nibble) & 0x0F0F0F0F, (piece.qs.y >> nibble) & 0x0F0F0F0F, x.q);
-    // sum of (d * scale * q - dmin * min) * x_d * xq = x_d * (d * scale * sum(q xq) - dmin * min * sum(xq))
-    const float d = half_bits_to_float(piece.d_dmin), dmin = half_bits_to_float(piece.d_dmin >> 16);
-    return x.d * (d * float(scale * qx) - dmin * float(min * sum_8_bytes(x.q)));
 }
 __device__ inline float weight_at(const BlockQ4_K* row, int i) {
     const BlockQ4_K* block = row + i / 256;
@@ -269,22 +227,185 @@ __device__ inline void unpack(const PieceQ6_K& piece, int p, float (&w)[8]) {
         w[k] = d * float(q - 32);
     }
 }
-__device__ inline float dot_q8(const PieceQ6_K& piece, int p, const ActivationPiece& x) {
-    const int quarter = (8 * (p % 32) % 128) / 32;
-    const int low_shift = quarter >= 2 ? 4 : 0, high_shift = 2 * quarter;
-    const uint32_t low =
-        ((piece.ql.x >> low_shift) & 0x0F0F0F0F) | (((piece.qh.x >> high_shift) & 0x03030303) << 4);
-    const uint32_t high =
-        ((piece.ql.y >> low_shift) & 0x0F0F0F0F) | (((piece.qh.y >> high_shift) & 0x03030303) << 4);
-    const int sum = dot_8_bytes(low, high, x.q) - 32 * sum_8_bytes(x.q);  // q - 32
-    return half_bits_to_float(piece.d) * float(piece.scale) * x.d * float(sum);
-}
 __device__ inline float weight_at(const BlockQ6_K* row, int i) {
     const BlockQ6_K* block = row + i / 256;
     const int e = i % 256;
     float w[8];
     unpack(load_piece(block, e / 8), e / 8, w);
     return pick(w, e % 8);
+}
+
+// ==== Slices: a block row times 8-bit activations (decoding) ====
+
+// Slices a block holds; every slice is 32 weights, the activations of one 8-bit block.
+template <typename Block>
+constexpr int kSlicesPerBlock = 1;
+template <>
+constexpr int kSlicesPerBlock<BlockQ4_K> = Q4_K::kWeights / kQ8BlockSize;
+template <>
+constexpr int kSlicesPerBlock<BlockQ6_K> = Q6_K::kWeights / kQ8BlockSize;
+static_assert(Q8_0::kWeights == kQ8BlockSize && Q5_0::kWeights == kQ8BlockSize,
+              "a Q8_0 or Q5_0 block is one slice");
+
+// The kBytes bytes at p, an address that is only 2-byte aligned, as words: v[i] holds bytes
+// 4i .. 4i + 3. The loads are of aligned words (the last one of 2 bytes when only its first
+// half belongs to the field), shifted into place: no byte past p + kBytes is read.
+template <int kBytes>
+__device__ inline void load_unaligned(const uint8_t* p, uint32_t (&v)[(kBytes + 3) / 4]) {
+    static_assert(kBytes % 2 == 0, "the fields are whole 2-byte units");
+    constexpr int kWords = (kBytes + 3) / 4;
+    const int shift = int(reinterpret_cast<uintptr_t>(p) & 2);  // 0 or 2
+    const uint8_t* base = p - shift;
+    const int n_words = (shift + kBytes + 2) / 4;  // words overlapping [p, p + kBytes)
+    const bool last_is_half = (shift + kBytes) % 4 == 2;
+    uint32_t w[kWords + 1];
+#pragma unroll
+    for (int k = 0; k <= kWords; k++) {
+        if (k < n_words - 1) w[k] = load_u32(base + 4 * k);
+        else if (k == n_words - 1) w[k] = last_is_half ? load_u16(base + 4 * k) : load_u32(base + 4 * k);
+        else w[k] = 0;
+    }
+#pragma unroll
+    for (int i = 0; i < kWords; i++) v[i] = __funnelshift_r(w[i], w[i + 1], 8 * shift);
+}
+
+// The 32 activations beneath slice s, as 8 words of 4 int8, and their scale.
+__device__ inline int4 load_quants_16(const int8_t* q) {
+    return __ldg(reinterpret_cast<const int4*>(q));
+}
+// Sum over 16 weights (4 words of 4 bytes, each byte a small integer) times 16 int8 activations.
+__device__ inline int dot_16(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, int4 x) {
+    return __dp4a(int(w0), x.x, __dp4a(int(w1), x.y, __dp4a(int(w2), x.z, __dp4a(int(w3), x.w, 0))));
+}
+__device__ inline int sum_16(int4 x) { return dot_16(0x01010101, 0x01010101, 0x01010101, 0x01010101, x); }
+// Fifth bits 0-3 of `bits` moved to bit 4 of bytes 0-3.
+__device__ inline uint32_t spread_4_bits(uint32_t bits) {
+    return ((bits & 1) << 4) | ((bits & 2) << 11) | ((bits & 4) << 18) | ((bits & 8) << 25);
+}
+
+// ---- Q8_0: slice s is block s ----
+
+struct SliceQ8_0 {
+    uint32_t v[9];  // the block's 34 bytes: f16 d, then 32 int8 q
+};
+__device__ inline SliceQ8_0 load_slice(const BlockQ8_0* row, int s) {
+    SliceQ8_0 slice;
+    load_unaligned<Q8_0::kBytes>(row[s].bytes, slice.v);
+    return slice;
+}
+__device__ inline float dot_slice(const SliceQ8_0& slice, int s, Q8Vector x) {
+    static_assert(Q8_0::kOffsetD == 0 && Q8_0::kOffsetQs == 2, "d, then the quants");
+    uint32_t q[8];  // quants 4m .. 4m + 3 in q[m]
+    for (int m = 0; m < 8; m++) q[m] = __funnelshift_r(slice.v[m], slice.v[m + 1], 16);
+    const int4 x0 = load_quants_16(x.q + 32 * s), x1 = load_quants_16(x.q + 32 * s + 16);
+    const int sum = dot_16(q[0], q[1], q[2], q[3], x0) + dot_16(q[4], q[5], q[6], q[7], x1);
+    return half_bits_to_float(slice.v[0]) * __ldg(x.d + s) * float(sum);
+}
+
+// ---- Q5_0: slice s is block s ----
+
+struct SliceQ5_0 {
+    uint32_t v[6];  // the block's 22 bytes: f16 d, 4 bytes of fifth bits, 16 bytes of nibbles
+};
+__device__ inline SliceQ5_0 load_slice(const BlockQ5_0* row, int s) {
+    SliceQ5_0 slice;
+    load_unaligned<Q5_0::kBytes>(row[s].bytes, slice.v);
+    return slice;
+}
+__device__ inline float dot_slice(const SliceQ5_0& slice, int s, Q8Vector x) {
+    static_assert(Q5_0::kOffsetD == 0 && Q5_0::kOffsetQh == 2 && Q5_0::kOffsetQs == 6,
+                  "d, the fifth bits, then the nibbles");
+    const uint32_t qh = __funnelshift_r(slice.v[0], slice.v[1], 16);
+    uint32_t low[4], high[4];  // weights 4m .. 4m + 3 and 16 + 4m .. 16 + 4m + 3, minus 16
+    for (int m = 0; m < 4; m++) {
+        const uint32_t qs = __funnelshift_r(slice.v[1 + m], slice.v[2 + m], 16);
+        low[m] = __vsub4((qs & 0x0F0F0F0F) | spread_4_bits(qh >> (4 * m)), 0x10101010);
+        high[m] = __vsub4(((qs >> 4) & 0x0F0F0F0F) | spread_4_bits(qh >> (16 + 4 * m)), 0x10101010);
+    }
+    const int4 x0 = load_quants_16(x.q + 32 * s), x1 = load_quants_16(x.q + 32 * s + 16);
+    const int sum = dot_16(low[0], low[1], low[2], low[3], x0) +
+                    dot_16(high[0], high[1], high[2], high[3], x1);
+    return half_bits_to_float(slice.v[0]) * __ldg(x.d + s) * float(sum);
+}
+
+// ---- Q4_K: slice t of a block is its qs bytes 16t .. 16t + 15 ----
+// Those bytes belong to the sub-block pair t / 2: their low nibbles are weights 16 (t % 2) ..
+// + 15 of sub-block a = 2 (t / 2), their high nibbles the same weights of sub-block a + 1.
+
+struct SliceQ4_K {
+    uint4 qs;                            // 16 bytes of nibbles
+    uint32_t d_dmin;                     // f16 d, f16 dmin
+    uint32_t scales[3];                  // the 12 bytes of 6-bit scales and mins
+};
+static_assert(Q4_K::kBytes % 16 == 0 && Q4_K::kOffsetQs % 16 == 0, "16-byte loads of qs");
+__device__ inline SliceQ4_K load_slice(const BlockQ4_K* row, int s) {
+    const uint8_t* block = row[s / 8].bytes;
+    const uint8_t* scales = block + Q4_K::kOffsetScales;
+    return SliceQ4_K{__ldg(reinterpret_cast<const uint4*>(block + Q4_K::kOffsetQs + 16 * (s % 8))),
+                     load_u32(block + Q4_K::kOffsetD),
+                     {load_u32(scales), load_u32(scales + 4), load_u32(scales + 8)}};
+}
+__device__ inline float dot_slice(const SliceQ4_K& slice, int s, Q8Vector x) {
+    const int t = s % 8, a = 2 * (t / 2);  // the slice in its block, its first sub-block
+    int scale_a, min_a, scale_b, min_b;
+    scale_min(slice.scales, a, scale_a, min_a);
+    scale_min(slice.scales, a + 1, scale_b, min_b);
+    // The activations of weights 16 (t % 2) .. + 15 of sub-blocks a and a + 1.
+    const int first = 256 * (s / 8) + 32 * a + 16 * (t % 2);
+    const int4 xa = load_quants_16(x.q + first), xb = load_quants_16(x.q + first + 32);
+    const uint4 q = slice.qs;
+    const int sum_a = dot_16(q.x & 0x0F0F0F0F, q.y & 0x0F0F0F0F, q.z & 0x0F0F0F0F,
+                             q.w & 0x0F0F0F0F, xa);
+    const int sum_b = dot_16((q.x >> 4) & 0x0F0F0F0F, (q.y >> 4) & 0x0F0F0F0F,
+                             (q.z >> 4) & 0x0F0F0F0F, (q.w >> 4) & 0x0F0F0F0F, xb);
+    const float da = __ldg(x.d + first / 32), db = __ldg(x.d + first / 32 + 1);
+    const float d = half_bits_to_float(slice.d_dmin), dmin = half_bits_to_float(slice.d_dmin >> 16);
+    // w = d scale q - dmin min, so sum w x = x_d (d scale sum(q xq) - dmin min sum(xq))
+    return d * (da * float(scale_a * sum_a) + db * float(scale_b * sum_b)) -
+           dmin * (da * float(min_a * sum_16(xa)) + db * float(min_b * sum_16(xb)));
+}
+
+// ---- Q6_K: slice t of a block is 8 weights l0 .. l0 + 7 of each quarter of one half ----
+// half h = t / 4, l0 = 8 (t % 4): weight 128 h + 32 quarter + l takes the low (quarters 0, 1) or
+// high (2, 3) nibble of ql[64 h + 32 (quarter % 2) + l], bits 2 quarter of qh[32 h + l], and the
+// scale 8 h + l / 16 + 2 quarter (dequantize.cpp's layout).
+
+struct SliceQ6_K {
+    uint32_t ql_a[2], ql_b[2], qh[2];  // 8 bytes each: ql at 32 (quarter % 2) = 0, 32; qh
+    uint32_t scales[2];                // the half's 8 int8 scales
+    uint32_t d;                        // f16 bits
+};
+__device__ inline SliceQ6_K load_slice(const BlockQ6_K* row, int s) {
+    const uint8_t* block = row[s / 8].bytes;
+    const int t = s % 8, h = t / 4, l0 = 8 * (t % 4);
+    SliceQ6_K slice;
+    load_unaligned<8>(block + Q6_K::kOffsetQl + 64 * h + l0, slice.ql_a);
+    load_unaligned<8>(block + Q6_K::kOffsetQl + 64 * h + 32 + l0, slice.ql_b);
+    load_unaligned<8>(block + Q6_K::kOffsetQh + 32 * h + l0, slice.qh);
+    load_unaligned<8>(block + Q6_K::kOffsetScales + 8 * h, slice.scales);
+    slice.d = load_u16(block + Q6_K::kOffsetD);
+    return slice;
+}
+__device__ inline float dot_slice(const SliceQ6_K& slice, int s, Q8Vector x) {
+    const int t = s % 8, h = t / 4, l0 = 8 * (t % 4);
+    const int first = 256 * (s / 8) + 128 * h + l0;  // the activation of quarter 0's first weight
+    float sum = 0.0f;
+#pragma unroll
+    for (int quarter = 0; quarter < 4; quarter++) {
+        const int low_shift = quarter >= 2 ? 4 : 0, high_shift = 2 * quarter;
+        const uint32_t* ql = quarter % 2 ? slice.ql_b : slice.ql_a;
+        uint32_t q[2];  // q - 32 of 4 weights each, as signed bytes
+        for (int m = 0; m < 2; m++)
+            q[m] = __vsub4(((ql[m] >> low_shift) & 0x0F0F0F0F) |
+                               (((slice.qh[m] >> high_shift) & 0x03030303) << 4),
+                           0x20202020);
+        const int2 xq = __ldg(reinterpret_cast<const int2*>(x.q + first + 32 * quarter));
+        const int dot = __dp4a(int(q[0]), xq.x, __dp4a(int(q[1]), xq.y, 0));
+        const int scale_index = l0 / 16 + 2 * quarter;  // the half's scale bytes 0 .. 7
+        const int scale = int8_t(slice.scales[scale_index / 4] >> (8 * (scale_index % 4)));
+        sum += __ldg(x.d + first / 32 + quarter) * float(scale * dot);
+    }
+    return half_bits_to_float(slice.d) * sum;
 }
 
 }  // namespace gpu

@@ -1,13 +1,14 @@
-// quantize_q8.cu - quantize_q8: the activations of a block matrix's product as 8-bit blocks
-// (BlockQ8), optionally after an rmsnorm. Its CPU twin is quant_dot.cpp's quantize_row_q8, with
+// quantize_q8.cu - quantize_q8: a vector rounded to 8 bits (a Q8Vector) for a block matrix's
+// product, optionally after an rmsnorm. Its CPU twin is quant_dot.cpp's quantize_row_q8, with
 // the CPU's rmsnorm first when there is a norm. Written in step 11.
 //
 // The sum of squares is taken in double, h = x * (1 / rms) * g in float, then per block of 32
-// d = max |h| / 127 and q = h / d rounded to nearest even. Each block recomputes the sum of
-// squares (a few KB from L2) so that the blocks need not wait for one another; a warp
-// quantizes a block of 32, lane i value i, the maximum and the sum two shuffle trees
-// (reduce.cuh's quantize_in_warp). The bits match the CPU's, so the integer sums of the two
-// devices' dot products are the same numbers.
+// d = max |h| / 127 and q = h / d rounded to nearest even (reduce.cuh's quantize_blocks, which
+// the kernels that produce activations call too). Each block of this kernel recomputes the sum
+// of squares (a few KB from L2) so that the blocks need not wait for one another. The bits
+// match the CPU's, so the integer sums of the two devices' dot products are the same numbers.
+// The decode step launches it once a token, after the embedding: every later input is rounded
+// by the kernel that produces it.
 #include "cuda_check.h"
 #include "ops_cuda.h"
 #include "quant_blocks_cuda.cuh"
@@ -17,29 +18,13 @@ namespace gpu {
 
 constexpr int kQuantizeWarps = 8;
 
-__global__ void quantize_q8_kernel(BlockQ8* out, const float* x, const float* norm_weight,
+__global__ void quantize_q8_kernel(Q8Vector out, const float* x, const float* norm_weight,
                                    float eps, int n) {
-    __shared__ double warp_sums[kQuantizeWarps];
-    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-    float inv_rms = 1.0f;
-    if (norm_weight) {  // every thread of the block takes this branch, or none
-        double sum = 0.0;
-        for (int i = threadIdx.x; i < n; i += blockDim.x) sum += double(x[i]) * x[i];
-        for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
-            sum += __shfl_xor_sync(kFullWarp, sum, offset);
-        if (lane == 0) warp_sums[warp] = sum;
-        __syncthreads();
-        sum = 0.0;
-        for (int w = 0; w < kQuantizeWarps; w++) sum += warp_sums[w];
-        inv_rms = float(1.0 / sqrt(sum / n + eps));
-    }
-    const int b = blockIdx.x * kQuantizeWarps + warp;
-    if (b >= n / kQ8BlockSize) return;
-    const int i = b * kQ8BlockSize + lane;
-    quantize_in_warp(norm_weight ? x[i] * inv_rms * norm_weight[i] : x[i], out[b]);
+    quantize_blocks(out, x, norm_weight, eps, n, blockIdx.x * kQuantizeWarps,
+                    gridDim.x * kQuantizeWarps);
 }
 
-void quantize_q8(BlockQ8* out, const float* x, const float* norm_weight, float eps, int n,
+void quantize_q8(Q8Vector out, const float* x, const float* norm_weight, float eps, int n,
                  Stream stream) {
     if (n % kQ8BlockSize != 0) fail("gpu::quantize_q8 of %d values: not whole blocks of 32", n);
     const int n_blocks = n / kQ8BlockSize;

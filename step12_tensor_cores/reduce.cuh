@@ -1,7 +1,8 @@
 // reduce.cuh - the reductions the kernels share: the sum and the maximum of a value over the
-// 32 lanes of a warp, a warp's 32 values as one 8-bit block, and argmax's best (value, index)
+// 32 lanes of a warp, values rounded to 8-bit blocks (a warp a block, and the last block of a
+// grid rounding what the others wrote), and argmax's best (value, index)
 // over a warp and over a block.
-// Written in step 9; last changed in step 11 (quantize_in_warp).
+// Written in step 9; last changed in step 11 (quantize_in_warp and the blocks around it).
 #pragma once
 
 #include <cmath>
@@ -28,18 +29,68 @@ __device__ inline float warp_max(float value) {
     return value;
 }
 
-// A warp's 32 values, value i in lane i, as one BlockQ8: quantize_row_q8's arithmetic
-// (quant_dot.cpp), d = max |h| / 127 and q = h / d rounded to nearest even, and their sum.
-__device__ inline void quantize_in_warp(float h, BlockQ8& out) {
+// A warp's 32 values, value i in lane i, as block b of an 8-bit vector: quantize_row_q8's
+// arithmetic (quant_dot.cpp), d = max |h| / 127 and q = h / d rounded to nearest even.
+__device__ inline void quantize_in_warp(float h, Q8Vector out, int b) {
     const int lane = threadIdx.x % kWarpSize;
     const bool finite = __all_sync(kFullWarp, isfinite(h));
     const float d = finite ? warp_max(fabsf(h)) / 127.0f : NAN;
     const float q = finite && d != 0.0f ? fminf(fmaxf(rintf(h / d), -127.0f), 127.0f) : 0.0f;
-    out.q[lane] = int8_t(q);
-    int sum = int(q);
+    out.q[b * kQ8BlockSize + lane] = int8_t(q);
+    if (lane == 0) out.d[b] = d;
+}
+
+// 1 / rms(x) as the CPU's rmsnorm computes it: the sum of squares in double, in every thread
+// of the block (of at most 32 warps), each of which must call it. x is read from L2 (__ldcg),
+// so values another block has just written are seen.
+__device__ inline float block_inv_rms_double(const float* x, int n, float eps) {
+    __shared__ double warp_sums[32];
+    __shared__ double total;
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    double sum = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const double value = __ldcg(x + i);
+        sum += value * value;
+    }
     for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
         sum += __shfl_xor_sync(kFullWarp, sum, offset);
-    if (lane == 0) out.d = d, out.sum = sum;
+    if (lane == 0) warp_sums[warp] = sum;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double all = 0.0;
+        for (int w = 0; w < int(blockDim.x) / kWarpSize; w++) all += warp_sums[w];
+        total = all;
+    }
+    __syncthreads();
+    return float(1.0 / sqrt(total / n + eps));
+}
+
+// Blocks first, first + stride, ... of rmsnorm(x) * g rounded to 8 bits (x without g when g
+// is null), a warp a block; every thread of the block calls it.
+__device__ inline void quantize_blocks(Q8Vector out, const float* x, const float* g, float eps,
+                                       int n, int first, int stride) {
+    const float inv_rms = g ? block_inv_rms_double(x, n, eps) : 1.0f;
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    for (int b = first + warp; b < n / kQ8BlockSize; b += stride) {
+        const int i = b * kQ8BlockSize + lane;
+        quantize_in_warp(g ? __ldcg(x + i) * inv_rms * g[i] : __ldcg(x + i), out, b);
+    }
+}
+
+// Whether this block is the last of `n_blocks` to get here, in every thread of the block
+// (each must call it, after its own writes): the counter at `done` is then reset to 0, and
+// every write of the other blocks before their call is visible to this one.
+__device__ inline bool last_block_done(int* done, int n_blocks) {
+    __shared__ bool last;
+    __threadfence();  // this thread's writes, before the count says they are done
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        last = atomicAdd(done, 1) == n_blocks - 1;
+        if (last) *done = 0;
+    }
+    __syncthreads();
+    if (last) __threadfence();
+    return last;
 }
 
 // ---- the best of many values: argmax's reduction ----
