@@ -118,15 +118,6 @@ __device__ float block_inv_rms(const float* x, int dim, float eps) {
 // type WeightQK and V of WeightV (Qwen's published files pair Q4_K with a Q6_K V and Q5_0 with
 // a Q8_0 V), else one matrix a launch.
 
-// The pair's two rows of W times h: times x * g (floats, to be scaled by 1 / rms) or times
-// the 8-bit h, as W's type reads.
-template <typename Weight>
-__device__ float2 qkv_pair_sums(const Weight* w, int row_a, int row_b, const float* x,
-                                const float* g, int d_model, bool vectorized, Q8Vector x_q8) {
-    return normed_dot_2rows(row_start(w, row_a, d_model), row_start(w, row_b, d_model), x, g,
-                            d_model, vectorized, x_q8);
-}
-
 template <typename WeightQK, typename WeightV>
 __global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, const float* x,
                                       const float* norm_weight, float eps, const WeightQK* wq,
@@ -157,12 +148,16 @@ __global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, 
     }
     const int i = pair % half;  // the pair's place in its head
     const int row_a = (pair / half) * head_dim + i, row_b = row_a + half;
+    // The two rows times x * g (floats, scaled by 1 / rms below) or times the 8-bit h.
     float2 sums = make_float2(0.0f, 0.0f);
-    if (active)
-        sums = matrix == 2 ? qkv_pair_sums(wv, row_a, row_b, x, norm_weight, d_model, vectorized,
-                                           x_q8)
-                           : qkv_pair_sums(matrix == 0 ? wq : wk, row_a, row_b, x, norm_weight,
-                                           d_model, vectorized, x_q8);
+    if (active && matrix == 2) {
+        sums = normed_dot_2rows(row_start(wv, row_a, d_model), row_start(wv, row_b, d_model), x,
+                                norm_weight, d_model, vectorized, x_q8);
+    } else if (active) {
+        const WeightQK* w = matrix == 0 ? wq : wk;
+        sums = normed_dot_2rows(row_start(w, row_a, d_model), row_start(w, row_b, d_model), x,
+                                norm_weight, d_model, vectorized, x_q8);
+    }
     // every warp, active or not; a float product's sums are scaled by it
     const bool all_blocks = kIsBlockType<WeightQK> && kIsBlockType<WeightV>;
     const float inv_rms = all_blocks ? 1.0f : block_inv_rms(x, d_model, eps);
