@@ -23,6 +23,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cache_elements.cuh"
 #include "cuda_check.h"
 #include "ops_cuda.h"
 #include "quant_blocks_cuda.cuh"
@@ -118,8 +119,8 @@ __device__ float block_inv_rms(const float* x, int dim, float eps) {
 // all the same). A launch covers pairs [first_pair, end_pair): all of them when the three
 // matrices share a type, else one matrix a launch, each with its own Weight.
 
-template <typename Weight>
-__global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, const float* x,
+template <typename Weight, typename Cache>
+__global__ void qkv_rope_cache_kernel(float* q, Cache* k_cache, Cache* v_cache, const float* x,
                                       const float* norm_weight, float eps, const Weight* wq,
                                       const Weight* wk, const Weight* wv, const float* q_bias,
                                       const float* k_bias, const float* v_bias, int d_model,
@@ -138,13 +139,15 @@ __global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, 
     const Weight* w = wq;
     const float* bias = q_bias;
     float* out = q;
+    Cache* cache_row = nullptr;  // K's or V's row of the position, where the pair goes instead
     bool rotate = true;
     if (pair >= q_pairs) {
         pair -= q_pairs;
-        w = wk, bias = k_bias, out = k_cache + int64_t(position) * kv_dim;
+        w = wk, bias = k_bias, cache_row = k_cache + int64_t(position) * kv_dim;
         if (pair >= kv_pairs) {
             pair -= kv_pairs;
-            w = wv, bias = v_bias, out = v_cache + int64_t(position) * kv_dim, rotate = false;
+            w = wv, bias = v_bias, rotate = false;
+            cache_row = v_cache + int64_t(position) * kv_dim;
         }
     }
     const int i = pair % half;  // the pair's place in its head
@@ -164,12 +167,17 @@ __global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, 
         a = first * c - second * s;
         b = second * c + first * s;
     }
-    out[row_a] = a;
-    out[row_b] = b;
+    if (cache_row) {
+        store(cache_row, row_a, a);
+        store(cache_row, row_b, b);
+    } else {
+        out[row_a] = a;
+        out[row_b] = b;
+    }
     // END SOLUTION
 }
 
-void qkv_rope_cache(float* q, float* k_cache, float* v_cache, const float* x,
+void qkv_rope_cache(float* q, void* k_cache, void* v_cache, CacheType cache_type, const float* x,
                     const float* norm_weight, float eps, const QkvWeights& w, int d_model,
                     HeadShape heads, float rope_base, const DecodeSlots* slots, BlockQ8* x_q8,
                     Stream stream) {
@@ -187,10 +195,14 @@ void qkv_rope_cache(float* q, float* k_cache, float* v_cache, const float* x,
             const bool vectorized = pieces_fit<Weight>(d_model, w.q, x, norm_weight) &&
                                     pieces_fit<Weight>(d_model, w.k, x, norm_weight) &&
                                     pieces_fit<Weight>(d_model, w.v, x, norm_weight);
-            qkv_rope_cache_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
-                q, k_cache, v_cache, x, norm_weight, eps, static_cast<const Weight*>(w.q),
-                static_cast<const Weight*>(w.k), static_cast<const Weight*>(w.v), w.q_bias,
-                w.k_bias, w.v_bias, d_model, heads, rope_base, slots, first, end, vectorized, x_q8);
+            with_cache_type(cache_type, [&](auto cache_tag) {
+                using Cache = typename decltype(cache_tag)::type;
+                qkv_rope_cache_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
+                    q, static_cast<Cache*>(k_cache), static_cast<Cache*>(v_cache), x, norm_weight,
+                    eps, static_cast<const Weight*>(w.q), static_cast<const Weight*>(w.k),
+                    static_cast<const Weight*>(w.v), w.q_bias, w.k_bias, w.v_bias, d_model, heads,
+                    rope_base, slots, first, end, vectorized, x_q8);
+            });
         });
         check_launch("qkv_rope_cache_kernel");
     };
