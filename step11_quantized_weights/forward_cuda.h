@@ -28,6 +28,8 @@ struct DeviceRunState {
     DeviceBuffer<float> x;       // (n_tokens, d_model) the residual stream
     DeviceBuffer<float> h;       // (n_tokens, d_model) normalized input of a sublayer
     DeviceBuffer<float> q;       // (n_tokens, n_heads * head_dim)
+    DeviceBuffer<float> k;       // (n_tokens, n_kv_heads * head_dim) new keys for an F16 cache
+    DeviceBuffer<float> v;       // (n_tokens, n_kv_heads * head_dim) new values for an F16 cache
     DeviceBuffer<float> attn;    // (n_tokens, n_heads * head_dim) attention before Wo
     DeviceBuffer<float> delta;   // (n_tokens, d_model) a sublayer's output, added to x
     DeviceBuffer<float> gate;    // (n_tokens, d_ff) becomes silu(gate) * up

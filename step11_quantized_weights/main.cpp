@@ -91,6 +91,7 @@ struct Options {
     bool use_graph = true;         // --no-graph: false
     std::string perplexity_path;   // --perplexity FILE; empty: generate
     bool int8_activations = true;  // --f32-activations: false
+    CacheType cache_type = CacheType::F16;  // --cache-type: the GPU's KV cache
 
     SamplerSettings sampling;
     bool has_seed = false;
@@ -149,6 +150,15 @@ static std::vector<Flag> flag_table(Options& o) {
          "no generation: the perplexity of FILE's tokens (up to -c)\n"
          "as one sequence, each predicted from those before it",
          [&o](const char* v) { o.perplexity_path = v; }},
+        {"--cache-type", "f32|f16",
+         "the type of the GPU's KV cache (default f16: half the\n"
+         "bytes a token's attention reads; the CPU's stays f32)",
+         [&o](const char* v) {
+             const std::string type = v;
+             if (type != "f32" && type != "f16")
+                 fail("flag --cache-type expects f32 or f16, got '%s'", v);
+             o.cache_type = type == "f16" ? CacheType::F16 : CacheType::F32;
+         }},
         {"--f32-activations", nullptr,
          "on the CPU, multiply quantized matrices as step 10 did:\n"
          "each row turned into floats, no 8-bit activations",
@@ -469,18 +479,24 @@ struct Runner {
     }
 
     // One KV cache for each device that runs the model (both with --check), of context_limit
-    // positions.
+    // positions: F32 on the CPU, --cache-type on the GPU.
     void make_caches(int context_limit) {
         const bool on_the_cpu = device == Device::Cpu || options.check;
-        if (on_the_cpu) cache = make_kv_cache(config, context_limit);
-        if (device == Device::Cuda) device_cache = make_device_kv_cache(config, context_limit);
-        std::fprintf(stderr,
-                     "KV cache: %d positions x %u layers x %u floats for K and V: %.2f MiB%s\n",
+        std::string sizes;  // "F16, 112.00 MiB on the GPU; F32, 224.00 MiB on the CPU"
+        if (device == Device::Cuda) {
+            device_cache = make_device_kv_cache(config, context_limit, options.cache_type);
+            sizes = strprintf(
+                "%s, %.2f MiB on the GPU", options.cache_type == CacheType::F16 ? "F16" : "F32",
+                device_kv_cache_bytes(config, context_limit, options.cache_type) / 1048576.0);
+        }
+        if (on_the_cpu) {
+            cache = make_kv_cache(config, context_limit);
+            sizes += strprintf("%sF32, %.2f MiB on the CPU", sizes.empty() ? "" : "; ",
+                               kv_cache_bytes(config, context_limit) / 1048576.0);
+        }
+        std::fprintf(stderr, "KV cache: %d positions x %u layers x %u values for K and V: %s\n",
                      context_limit, config.n_layers, config.n_kv_heads * config.head_dim,
-                     kv_cache_bytes(config, context_limit) / 1048576.0,
-                     options.check            ? " on each device"
-                     : device == Device::Cuda ? " on the GPU"
-                                              : " on the CPU");
+                     sizes.c_str());
     }
 
     // The CPU's matrix products: 8-bit activations unless --f32-activations.

@@ -60,21 +60,23 @@ void rmsnorm(float*, const float*, const float*, int, int, float) { no_gpu_code(
 void matmul(float*, const float*, const void*, uint32_t, int, int, int) { no_gpu_code(); }
 void add_bias(float*, const float*, int, int) { no_gpu_code(); }
 void rope(float*, int, int, int, int, float) { no_gpu_code(); }
-void attention(float*, const float*, const float*, const float*, int, int, int, int, int) {
+void attention(float*, const float*, const void*, const void*, int, int, int, int, int, CacheType) {
     no_gpu_code();
 }
 void swiglu(float*, const float*, const float*, int64_t) { no_gpu_code(); }
+void store_cache_rows(void*, CacheType, const float*, int64_t) { no_gpu_code(); }
 void residual_add(float*, const float*, int64_t) { no_gpu_code(); }
 int argmax(const float*, int) { no_gpu_code(); }
 
 void quantize_q8(Q8Vector, const float*, const float*, float, int, Stream) { no_gpu_code(); }
-void qkv_rope_cache(float*, float*, float*, const float*, const float*, float, const QkvWeights&,
-                    int, HeadShape, float, const DecodeSlots*, Q8Vector, bool, Stream) {
+void qkv_rope_cache(float*, void*, void*, CacheType, const float*, const float*, float,
+                    const QkvWeights&, int, HeadShape, float, const DecodeSlots*, Q8Vector, bool,
+                    Stream) {
     no_gpu_code();
 }
 int64_t decode_attention_scratch(int, HeadShape) { no_gpu_code(); }
-void decode_attention(float*, const float*, const float*, const float*, float*, int, HeadShape,
-                      const DecodeSlots*, Q8Vector, Stream) {
+void decode_attention(float*, const float*, const void*, const void*, CacheType, float*, int,
+                      HeadShape, const DecodeSlots*, Q8Vector, Stream) {
     no_gpu_code();
 }
 void matvec_add(float*, const float*, const void*, uint32_t, int, int, Q8Vector, bool,

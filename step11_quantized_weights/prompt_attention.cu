@@ -1,6 +1,7 @@
 // prompt_attention.cu - the attention of a prompt's new tokens over the cached positions and
 // one another: a block per tile of 16 queries of one head. Its CPU twin is ops_cpu.cpp's
-// attention with several queries; attention.cu chooses it. Written in step 9.
+// attention with several queries; attention.cu chooses it. Written in step 9; last changed in
+// step 11 (an F16 cache, its halves turned into floats on their way into shared memory).
 //
 // With many new tokens the same keys serve many queries, so a block takes 16 queries of one
 // head and walks the cached keys and values in tiles of 32 rows, copied to shared memory once
@@ -9,6 +10,7 @@
 // time) and the lanes hold the query's output, lane d owning dimensions d, d + 32, ... No
 // score matrix is ever stored: a tile's scores live in registers until its values are added.
 #include "attention.cuh"
+#include "cache_elements.cuh"
 #include "cuda_check.h"
 #include "ops_cuda.h"
 #include "reduce.cuh"
@@ -20,7 +22,8 @@ constexpr int kQueriesPerWarp = 2;
 constexpr int kQueryTile = kPrefillWarps * kQueriesPerWarp;  // 16
 constexpr int kKeyTile = kWarpSize;                          // 32: one key per lane
 
-__global__ void prefill_attention_kernel(float* out, const float* q, const float* k, const float* v,
+template <typename Cache>
+__global__ void prefill_attention_kernel(float* out, const float* q, const Cache* k, const Cache* v,
                                          int n_tokens, int first_position, int n_heads,
                                          int n_kv_heads, int head_dim) {
     __shared__ float queries[kQueryTile][kMaxHeadDim];
@@ -50,8 +53,8 @@ __global__ void prefill_attention_kernel(float* out, const float* q, const float
         for (int i = threadIdx.x; i < kKeyTile * head_dim; i += blockDim.x) {
             const int row = i / head_dim, d = i % head_dim, position = first_key + row;
             const int64_t at = int64_t(position) * kv_dim + kv_head * head_dim + d;
-            keys[row][d] = position < n_keys ? k[at] : 0.0f;
-            values[row][d] = position < n_keys ? v[at] : 0.0f;
+            keys[row][d] = position < n_keys ? as_float(k[at]) : 0.0f;
+            values[row][d] = position < n_keys ? as_float(v[at]) : 0.0f;
         }
         __syncthreads();
         for (int r = 0; r < kQueriesPerWarp; r++) {
@@ -88,11 +91,16 @@ __global__ void prefill_attention_kernel(float* out, const float* q, const float
     }
 }
 
-void prefill_attention(float* out, const float* q, const float* k, const float* v, int n_tokens,
-                       int first_position, int n_heads, int n_kv_heads, int head_dim) {
+void prefill_attention(float* out, const float* q, const void* k, const void* v, int n_tokens,
+                       int first_position, int n_heads, int n_kv_heads, int head_dim,
+                       CacheType cache_type) {
     const dim3 grid((n_tokens + kQueryTile - 1) / kQueryTile, n_heads);
-    prefill_attention_kernel<<<grid, kPrefillWarps * kWarpSize>>>(
-        out, q, k, v, n_tokens, first_position, n_heads, n_kv_heads, head_dim);
+    with_cache_type(cache_type, [&](auto tag) {
+        using Cache = typename decltype(tag)::type;
+        prefill_attention_kernel<<<grid, kPrefillWarps * kWarpSize>>>(
+            out, q, static_cast<const Cache*>(k), static_cast<const Cache*>(v), n_tokens,
+            first_position, n_heads, n_kv_heads, head_dim);
+    });
     check_launch("prefill_attention_kernel");
 }
 

@@ -15,7 +15,8 @@
 // (grouped-query attention: a cache row is read once, not once per query head). A chunk is a
 // whole number of passes of 32 positions, as few as makes about two blocks per multiprocessor
 // (a short cache has fewer: one pass a chunk). In a pass each of the 4 warps takes 8
-// positions, a whole row each, lanes reading neighbouring floats.
+// positions, a whole row each, lanes reading neighbouring floats (or, from an F16 cache,
+// neighbouring runs of 4 halves: cache_elements.cuh).
 //
 // A softmax needs the maximum and the sum over *all* positions, which no chunk has. So each
 // chunk keeps its own: its largest score m, the sum l of exp(score - m) and the sum of the
@@ -26,6 +27,7 @@
 #include <algorithm>
 
 #include "attention.cuh"
+#include "cache_elements.cuh"
 #include "cuda_check.h"
 #include "cuda_device.h"
 #include "device_buffer.h"
@@ -61,16 +63,20 @@ struct ChunkPartials {
 };
 
 // With `position`, the query is at *position and n_positions is *position + 1, and a
-// grid sized for the longest context has blocks with no chunk to do.
-__global__ void split_attention_kernel(ChunkPartials partials, const float* q, const float* k,
-                                       const float* v, int n_positions, const int32_t* position,
+// grid sized for the longest context has blocks with no chunk to do. Cache: the cache's
+// element type (cache_elements.cuh), which also sets the dimensions a lane holds (slot_dim).
+template <typename Cache>
+__global__ void split_attention_kernel(ChunkPartials partials, const float* q, const Cache* k,
+                                       const Cache* v, int n_positions, const int32_t* position,
                                        int max_chunks, int n_heads, int n_kv_heads, int head_dim) {
     if (position) n_positions = *position + 1;
     const ChunkLayout layout = chunk_layout(n_positions, max_chunks);
     if (int(blockIdx.x) >= layout.n_chunks) return;
     const int chunk_positions = layout.chunk_positions;
     // BEGIN SOLUTION step09 split_attention_kernel
-    __shared__ float queries[kMaxGroup][kMaxHeadDim];     // this KV head's group, scaled
+    // This KV head's group, scaled, in slot order: entry lane + 32 s holds the dimension
+    // slot_dim(lane, s), so the lanes read neighbouring entries whatever the cache's type.
+    __shared__ float queries[kMaxGroup][kMaxHeadDim];
     __shared__ float weights[kMaxGroup][kPassPositions];  // scores, then exp(score - max)
     __shared__ float running_max[kMaxGroup], running_sum[kMaxGroup], rescale[kMaxGroup];
     __shared__ float warp_values[kDecodeWarps][kMaxGroup][kMaxHeadDim];
@@ -80,8 +86,10 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const float scale = 1.0f / sqrtf(float(head_dim));
     for (int i = threadIdx.x; i < kMaxGroup * kMaxHeadDim; i += blockDim.x) {
-        const int g = i / kMaxHeadDim, d = i % kMaxHeadDim;
-        queries[g][d] = g < group && d < head_dim ? q[(first_head + g) * head_dim + d] * scale : 0;
+        const int g = i / kMaxHeadDim, slot = i % kMaxHeadDim;
+        const int d = slot_dim<Cache>(slot % kWarpSize, slot / kWarpSize);
+        queries[g][slot] =
+            g < group && d < head_dim ? q[(first_head + g) * head_dim + d] * scale : 0;
     }
     if (threadIdx.x < group) {
         running_max[threadIdx.x] = -INFINITY;
@@ -98,14 +106,10 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
 #pragma unroll
         for (int p = 0; p < kPositionsPerWarp; p++) {
             const int position = pass + warp + p * kDecodeWarps;
-#pragma unroll
-            for (int s = 0; s < kSlotsPerLane; s++) {
-                const int d = lane + s * kWarpSize;
-                const bool inside = position < chunk_end && d < head_dim;
-                const int64_t at = int64_t(position) * kv_dim + kv_head * head_dim + d;
-                key[p][s] = inside ? k[at] : 0.0f;
-                value[p][s] = inside ? v[at] : 0.0f;
-            }
+            const bool inside = position < chunk_end;
+            const int64_t at = int64_t(position) * kv_dim + kv_head * head_dim;
+            load_slots(k + at, lane, head_dim, inside, key[p]);
+            load_slots(v + at, lane, head_dim, inside, value[p]);
         }
 #pragma unroll
         for (int p = 0; p < kPositionsPerWarp; p++) {
@@ -119,7 +123,7 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
                 partial[g] = 0.0f;
 #pragma unroll
                 for (int s = 0; s < kSlotsPerLane; s++)
-                    if (lane + s * kWarpSize < head_dim)
+                    if (slot_dim<Cache>(lane, s) < head_dim)
                         partial[g] += queries[g][lane + s * kWarpSize] * key[p][s];
             }
             for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
@@ -167,8 +171,8 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
     for (int g = 0; g < kMaxGroup; g++)
 #pragma unroll
         for (int s = 0; s < kSlotsPerLane; s++)
-            if (g < group && lane + s * kWarpSize < head_dim)
-                warp_values[warp][g][lane + s * kWarpSize] = value_sum[g][s];
+            if (g < group && slot_dim<Cache>(lane, s) < head_dim)
+                warp_values[warp][g][slot_dim<Cache>(lane, s)] = value_sum[g][s];
     __syncthreads();
     for (int i = threadIdx.x; i < group * head_dim; i += blockDim.x) {
         const int g = i / head_dim, d = i % head_dim;
@@ -259,15 +263,19 @@ static int max_decode_chunks(int n_kv_heads) {
     return std::max(1, 2 * multiprocessor_count() / n_kv_heads);
 }
 
-
-void split_attention(float* out, const float* q, const float* k, const float* v,
-                     int first_position, int n_heads, int n_kv_heads, int head_dim) {
+void split_attention(float* out, const float* q, const void* k, const void* v, int first_position,
+                     int n_heads, int n_kv_heads, int head_dim, CacheType cache_type) {
+    check_cache_shape(cache_type, head_dim, "attention");
     const int n_positions = first_position + 1;
     const int max_chunks = max_decode_chunks(n_kv_heads);
     const int n_chunks = chunk_layout(n_positions, max_chunks).n_chunks;
     const ChunkPartials partials = chunk_partials(n_chunks, n_heads, head_dim);
-    split_attention_kernel<<<dim3(n_chunks, n_kv_heads), kDecodeWarps * kWarpSize>>>(
-        partials, q, k, v, n_positions, nullptr, max_chunks, n_heads, n_kv_heads, head_dim);
+    with_cache_type(cache_type, [&](auto tag) {
+        using Cache = typename decltype(tag)::type;
+        split_attention_kernel<<<dim3(n_chunks, n_kv_heads), kDecodeWarps * kWarpSize>>>(
+            partials, q, static_cast<const Cache*>(k), static_cast<const Cache*>(v), n_positions,
+            nullptr, max_chunks, n_heads, n_kv_heads, head_dim);
+    });
     check_launch("split_attention_kernel");
     merge_chunks_kernel<<<n_heads, kDecodeWarps * kWarpSize>>>(
         out, partials, n_positions, nullptr, max_chunks, n_heads, head_dim, Q8Vector{});
@@ -286,10 +294,11 @@ int64_t decode_attention_scratch(int capacity, HeadShape heads) {
            (heads.head_dim + 2);
 }
 
-void decode_attention(float* out, const float* q, const float* k_cache, const float* v_cache,
-                      float* scratch, int capacity, HeadShape heads, const DecodeSlots* slots,
-                      Q8Vector out_q8, Stream stream) {
+void decode_attention(float* out, const float* q, const void* k_cache, const void* v_cache,
+                      CacheType cache_type, float* scratch, int capacity, HeadShape heads,
+                      const DecodeSlots* slots, Q8Vector out_q8, Stream stream) {
     check_attention_shape(heads.n_heads, heads.n_kv_heads, heads.head_dim);
+    check_cache_shape(cache_type, heads.head_dim, "decode_attention");
     if (out_q8.q && heads.head_dim % kQ8BlockSize != 0)
         fail("gpu::decode_attention writes 8-bit blocks of heads of a multiple of 32, not %d",
              heads.head_dim);
@@ -297,9 +306,13 @@ void decode_attention(float* out, const float* q, const float* k_cache, const fl
     const int max_chunks = max_decode_chunks(heads.n_kv_heads);
     const ChunkPartials partials = partials_in(scratch, grid_chunks, heads.n_heads);
     const int32_t* position = &slots->position;
-    split_attention_kernel<<<dim3(grid_chunks, heads.n_kv_heads), kDecodeWarps * kWarpSize, 0,
-                             stream>>>(partials, q, k_cache, v_cache, 0, position, max_chunks,
-                                       heads.n_heads, heads.n_kv_heads, heads.head_dim);
+    with_cache_type(cache_type, [&](auto tag) {
+        using Cache = typename decltype(tag)::type;
+        split_attention_kernel<<<dim3(grid_chunks, heads.n_kv_heads), kDecodeWarps * kWarpSize, 0,
+                                 stream>>>(
+            partials, q, static_cast<const Cache*>(k_cache), static_cast<const Cache*>(v_cache), 0,
+            position, max_chunks, heads.n_heads, heads.n_kv_heads, heads.head_dim);
+    });
     check_launch("split_attention_kernel");
     merge_chunks_kernel<<<heads.n_heads, kDecodeWarps * kWarpSize, 0, stream>>>(
         out, partials, 0, position, max_chunks, heads.n_heads, heads.head_dim, out_q8);

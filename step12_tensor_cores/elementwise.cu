@@ -1,11 +1,14 @@
 // elementwise.cu - the operators that are one thread per output element: embedding, add_bias,
 // rope, swiglu and residual_add. Neighbouring threads read and write neighbouring elements, so
 // every access is coalesced as it is. Each kernel has its CPU twin in ops_cpu.cpp, and the
-// checks hold it to it. The kernels are step 6's.
-// Written in step 9; last changed in step 11 (embedding reads a table of any weight type).
+// checks hold it to it. The kernels are step 6's; step 11 adds store_cache_rows, a prompt's
+// keys and values rounded into an F16 cache (its twin: half.h's f32_to_f16).
+// Written in step 9; last changed in step 11 (embedding reads a table of any weight type;
+// store_cache_rows).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cache_elements.cuh"
 #include "cuda_check.h"
 #include "ggml_types.h"
 #include "ops_cuda.h"
@@ -120,6 +123,24 @@ void residual_add(float* x, const float* delta, int64_t n) {
     if (n == 0) return;
     residual_add_kernel<<<blocks_for(n), kBlockSize>>>(x, delta, n);
     check_launch("residual_add_kernel");
+}
+
+// ---- store_cache_rows: one thread per value ----
+
+template <typename Cache>
+__global__ void store_cache_rows_kernel(Cache* rows, const float* x, int64_t n) {
+    int64_t i = thread_index();
+    if (i >= n) return;
+    store(rows, i, x[i]);
+}
+
+void store_cache_rows(void* rows, CacheType cache_type, const float* x, int64_t n) {
+    if (n == 0) return;
+    with_cache_type(cache_type, [&](auto tag) {
+        using Cache = typename decltype(tag)::type;
+        store_cache_rows_kernel<<<blocks_for(n), kBlockSize>>>(static_cast<Cache*>(rows), x, n);
+    });
+    check_launch("store_cache_rows_kernel");
 }
 
 }  // namespace gpu

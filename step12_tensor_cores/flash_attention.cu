@@ -8,7 +8,8 @@
 // Here a block takes 64 queries of one head, a warp 16 of them, and walks the keys in tiles
 // of 64 positions:
 //
-//   1. the K and V tiles are copied into shared memory, rounded to F16;
+//   1. the K and V tiles are copied into shared memory, rounded to F16 (from an F16 cache,
+//      step 11's, copied as they are: half the bytes to read, and no conversion);
 //   2. S_tile = Q K_tile^T, a warp's 16 x 64 scores, by mma (Q's fragments stay in registers
 //      for the whole walk, loaded once);
 //   3. the online softmax: each query's running maximum m and sum l; the tile's scores become
@@ -27,6 +28,7 @@
 
 #include <cmath>
 
+#include "cache_elements.cuh"
 #include "cuda_check.h"
 #include "error.h"
 #include "tensor_core_ptx.cuh"
@@ -63,9 +65,22 @@ __device__ void load_rows(__half (*tile)[kHeadDim + 8], const float* src, int64_
     }
 }
 
-template <int kHeadDim>
+// The same from rows of halves (an F16 cache): 8 bytes a thread at a time, copied as they are.
+template <int kRows, int kHeadDim>
+__device__ void load_rows(__half (*tile)[kHeadDim + 8], const __half* src, int64_t stride,
+                          int n_rows) {
+    constexpr int kQuads = kHeadDim / 4;
+    for (int i = threadIdx.x; i < kRows * kQuads; i += kFlashThreads) {
+        const int row = i / kQuads, d = (i % kQuads) * 4;
+        *reinterpret_cast<uint2*>(&tile[row][d]) =
+            row < n_rows ? *reinterpret_cast<const uint2*>(src + row * stride + d)
+                         : make_uint2(0u, 0u);
+    }
+}
+
+template <int kHeadDim, typename Cache>
 __global__ void __launch_bounds__(kFlashThreads)
-    flash_attention_kernel(float* out, const float* q, const float* k, const float* v, int n_tokens,
+    flash_attention_kernel(float* out, const float* q, const Cache* k, const Cache* v, int n_tokens,
                            int first_position, int n_heads, int n_kv_heads) {
     constexpr int kDimSteps = kHeadDim / 16;  // mma steps along a head (Q K^T's depth)
     constexpr int kKeySteps = kFlashKeys / 16;
@@ -196,8 +211,9 @@ __global__ void __launch_bounds__(kFlashThreads)
 
 bool flash_attention_takes(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
-void flash_attention(float* out, const float* q, const float* k, const float* v, int n_tokens,
-                     int first_position, int n_heads, int n_kv_heads, int head_dim) {
+void flash_attention(float* out, const float* q, const void* k, const void* v, int n_tokens,
+                     int first_position, int n_heads, int n_kv_heads, int head_dim,
+                     CacheType cache_type) {
     if (n_tokens == 0) return;
     if (!flash_attention_takes(head_dim))
         fail("gpu::flash_attention handles heads of 64 or 128 values, not %d", head_dim);
@@ -205,12 +221,17 @@ void flash_attention(float* out, const float* q, const float* k, const float* v,
         fail("gpu::flash_attention needs n_heads (%d) a multiple of n_kv_heads (%d)", n_heads,
              n_kv_heads);
     const dim3 grid((n_tokens + kFlashQueries - 1) / kFlashQueries, n_heads);
-    if (head_dim == 64)
-        flash_attention_kernel<64>
-            <<<grid, kFlashThreads>>>(out, q, k, v, n_tokens, first_position, n_heads, n_kv_heads);
-    else
-        flash_attention_kernel<128>
-            <<<grid, kFlashThreads>>>(out, q, k, v, n_tokens, first_position, n_heads, n_kv_heads);
+    with_cache_type(cache_type, [&](auto tag) {
+        using Cache = typename decltype(tag)::type;
+        const Cache* keys = static_cast<const Cache*>(k);
+        const Cache* values = static_cast<const Cache*>(v);
+        if (head_dim == 64)
+            flash_attention_kernel<64><<<grid, kFlashThreads>>>(
+                out, q, keys, values, n_tokens, first_position, n_heads, n_kv_heads);
+        else
+            flash_attention_kernel<128><<<grid, kFlashThreads>>>(
+                out, q, keys, values, n_tokens, first_position, n_heads, n_kv_heads);
+    });
     check_launch("flash_attention_kernel");
 }
 

@@ -1,6 +1,8 @@
 // flash_attention.h - step 12: a prompt's attention on the tensor cores.
 #pragma once
 
+#include "ops_cuda.h"
+
 namespace gpu {
 
 // Whether flash_attention handles heads of this size: 64 and 128 values (Qwen2.5's).
@@ -13,7 +15,9 @@ bool flash_attention_takes(int head_dim);
 // score matrix is ever stored; tiles past a query tile's last position are never read (the
 // causal mask), and query heads that share a KV head read the same rows (grouped-query
 // attention). Scores and sums stay F32; q, k, v and the softmax weights are rounded to F16.
-void flash_attention(float* out, const float* q, const float* k, const float* v, int n_tokens,
-                     int first_position, int n_heads, int n_kv_heads, int head_dim);
+// k and v hold values of cache_type: an F16 cache's rows are copied into the tiles as they are.
+void flash_attention(float* out, const float* q, const void* k, const void* v, int n_tokens,
+                     int first_position, int n_heads, int n_kv_heads, int head_dim,
+                     CacheType cache_type = CacheType::F32);
 
 }  // namespace gpu

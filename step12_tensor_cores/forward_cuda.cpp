@@ -22,6 +22,8 @@ static void resize_state(DeviceRunState& s, const ModelConfig& config, int n_tok
     s.x.resize(n * config.d_model);
     s.h.resize(n * config.d_model);
     s.q.resize(n * config.n_heads * config.head_dim);
+    s.k.resize(n * config.n_kv_heads * config.head_dim);
+    s.v.resize(n * config.n_kv_heads * config.head_dim);
     s.attn.resize(n * config.n_heads * config.head_dim);
     s.delta.resize(n * config.d_model);
     s.gate.resize(n * config.d_ff);
@@ -79,10 +81,13 @@ static void forward_chunk(const ModelConfig& config, const DeviceWeights& weight
         // Attention sublayer.
         rmsnorm(s.h.data(), s.x.data(), layer.attn_norm.data(), n, d, config.rms_eps);
         // The new positions' keys and values are computed straight into their rows of the
-        // cache, after the rows of earlier passes; attention then reads all of them.
+        // cache, after the rows of earlier passes; attention then reads all of them. (Step 11:
+        // an F16 cache's rows take them rounded, once computed as floats in s.k and s.v.)
+        const bool f16_cache = cache.type == CacheType::F16;
         // BEGIN SOLUTION step07 gpu_forward_cache_rows
-        float* k = cache.keys(l) + int64_t(first_position) * kv_dim;    // (n, kv_dim)
-        float* v = cache.values(l) + int64_t(first_position) * kv_dim;  // (n, kv_dim)
+        float* k = f16_cache ? s.k.data() : static_cast<float*>(cache.key_rows(l, first_position));
+        float* v =
+            f16_cache ? s.v.data() : static_cast<float*>(cache.value_rows(l, first_position));
         // END SOLUTION
         linear(s.q.data(), s.h.data(), layer.attn_q, n);
         linear(k, s.h.data(), layer.attn_k, n);
@@ -92,12 +97,17 @@ static void forward_chunk(const ModelConfig& config, const DeviceWeights& weight
         add_bias(v, layer.attn_v_bias.data(), n, kv_dim);
         rope(s.q.data(), n, n_heads, head_dim, first_position, config.rope_base);
         rope(k, n, n_kv_heads, head_dim, first_position, config.rope_base);
+        if (f16_cache) {
+            store_cache_rows(cache.key_rows(l, first_position), cache.type, k, int64_t(n) * kv_dim);
+            store_cache_rows(cache.value_rows(l, first_position), cache.type, v,
+                             int64_t(n) * kv_dim);
+        }
         if (n > 1 && attention_on_tensor_cores(layer, head_dim))  // step 12
             flash_attention(s.attn.data(), s.q.data(), cache.keys(l), cache.values(l), n,
-                            first_position, n_heads, n_kv_heads, head_dim);
+                            first_position, n_heads, n_kv_heads, head_dim, cache.type);
         else
             attention(s.attn.data(), s.q.data(), cache.keys(l), cache.values(l), n, first_position,
-                      n_heads, n_kv_heads, head_dim);
+                      n_heads, n_kv_heads, head_dim, cache.type);
         linear(s.delta.data(), s.attn.data(), layer.attn_output, n);
         residual_add(s.x.data(), s.delta.data(), int64_t(n) * d);
 
@@ -210,12 +220,12 @@ void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
         const DeviceLayerWeights& layer = weights.layers[l];
         // Attention sublayer: x += Wo attention(rope(Wq h + bq), cache), h = rmsnorm(x).
         // (h's 8 bits, when a matrix reads them, were written by the kernel that finished x.)
-        qkv_rope_cache(b.q.data(), cache.keys(l), cache.values(l), b.x.data(),
+        qkv_rope_cache(b.q.data(), cache.keys(l), cache.values(l), cache.type, b.x.data(),
                        layer.attn_norm.data(), eps, qkv_weights(layer), d, heads, config.rope_base,
                        slots, normed_q8, true, stream);
         // A block-type Wo takes the attention's output rounded to 8 bits by its last kernel.
         const bool merge_writes_q8 = wo_reads_merged_q8(layer, heads);
-        decode_attention(b.attn.data(), b.q.data(), cache.keys(l), cache.values(l),
+        decode_attention(b.attn.data(), b.q.data(), cache.keys(l), cache.values(l), cache.type,
                          b.attention_scratch.data(), cache.capacity, heads, slots,
                          merge_writes_q8 ? input_q8 : Q8Vector{}, stream);
         // Wo completes x; its last block rounds the feed-forward's normalized input.

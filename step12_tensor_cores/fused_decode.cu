@@ -24,6 +24,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cache_elements.cuh"
 #include "cuda_check.h"
 #include "ops_cuda.h"
 #include "quant_blocks_cuda.cuh"
@@ -118,8 +119,8 @@ __device__ float block_inv_rms(const float* x, int dim, float eps) {
 // type WeightQK and V of WeightV (Qwen's published files pair Q4_K with a Q6_K V and Q5_0 with
 // a Q8_0 V), else one matrix a launch.
 
-template <typename WeightQK, typename WeightV>
-__global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, const float* x,
+template <typename WeightQK, typename WeightV, typename Cache>
+__global__ void qkv_rope_cache_kernel(float* q, Cache* k_cache, Cache* v_cache, const float* x,
                                       const float* norm_weight, float eps, const WeightQK* wq,
                                       const WeightQK* wk, const WeightV* wv, const float* q_bias,
                                       const float* k_bias, const float* v_bias, int d_model,
@@ -137,13 +138,14 @@ __global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, 
     // Which matrix the pair is in, and where its two values go.
     const float* bias = q_bias;
     float* out = q;
-    int matrix = 0;  // Q, K, V
+    Cache* cache_row = nullptr;  // K's or V's row of the position, where the pair goes instead
+    int matrix = 0;              // Q, K, V
     if (pair >= q_pairs) {
         pair -= q_pairs;
-        bias = k_bias, out = k_cache + int64_t(position) * kv_dim, matrix = 1;
+        bias = k_bias, cache_row = k_cache + int64_t(position) * kv_dim, matrix = 1;
         if (pair >= kv_pairs) {
             pair -= kv_pairs;
-            bias = v_bias, out = v_cache + int64_t(position) * kv_dim, matrix = 2;
+            bias = v_bias, cache_row = v_cache + int64_t(position) * kv_dim, matrix = 2;
         }
     }
     const int i = pair % half;  // the pair's place in its head
@@ -173,8 +175,13 @@ __global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, 
         a = first * c - second * s;
         b = second * c + first * s;
     }
-    out[row_a] = a;
-    out[row_b] = b;
+    if (cache_row) {
+        store(cache_row, row_a, a);
+        store(cache_row, row_b, b);
+    } else {
+        out[row_a] = a;
+        out[row_b] = b;
+    }
     // END SOLUTION
 }
 
@@ -190,7 +197,7 @@ static bool with_v_type(uint32_t qk_type, uint32_t v_type, Launch&& launch) {
     return true;
 }
 
-void qkv_rope_cache(float* q, float* k_cache, float* v_cache, const float* x,
+void qkv_rope_cache(float* q, void* k_cache, void* v_cache, CacheType cache_type, const float* x,
                     const float* norm_weight, float eps, const QkvWeights& w, int d_model,
                     HeadShape heads, float rope_base, const DecodeSlots* slots, Q8Vector x_q8,
                     bool x_q8_written, Stream stream) {
@@ -212,11 +219,15 @@ void qkv_rope_cache(float* q, float* k_cache, float* v_cache, const float* x,
                 const bool vectorized = pieces_fit<WeightQK>(d_model, w.q, x, norm_weight) &&
                                         pieces_fit<WeightQK>(d_model, w.k, x, norm_weight) &&
                                         pieces_fit<WeightV>(d_model, w.v, x, norm_weight);
-                qkv_rope_cache_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
-                    q, k_cache, v_cache, x, norm_weight, eps, static_cast<const WeightQK*>(w.q),
-                    static_cast<const WeightQK*>(w.k), static_cast<const WeightV*>(w.v), w.q_bias,
-                    w.k_bias, w.v_bias, d_model, heads, rope_base, slots, first, end, vectorized,
-                    x_q8);
+                with_cache_type(cache_type, [&](auto cache_tag) {
+                    using Cache = typename decltype(cache_tag)::type;
+                    qkv_rope_cache_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
+                        q, static_cast<Cache*>(k_cache), static_cast<Cache*>(v_cache), x,
+                        norm_weight, eps, static_cast<const WeightQK*>(w.q),
+                        static_cast<const WeightQK*>(w.k), static_cast<const WeightV*>(w.v),
+                        w.q_bias, w.k_bias, w.v_bias, d_model, heads, rope_base, slots, first, end,
+                        vectorized, x_q8);
+                });
                 check_launch("qkv_rope_cache_kernel");
             });
         });

@@ -23,6 +23,11 @@
 
 struct CUstream_st;  // a cudaStream_t points to one (cuda_graph.h); nullptr is the default stream
 
+// The element type of the KV cache on the device (device_kv_cache.h; step 11), which the kernels
+// that write and read the cache take as an argument: F32, the keys and values as computed, or
+// F16, each rounded to nearest (11 significant bits), half the bytes to store and to read.
+enum class CacheType { F32, F16 };
+
 namespace gpu {
 
 using Stream = CUstream_st*;
@@ -50,11 +55,17 @@ void rope(float* x, int n_tokens, int n_heads, int head_dim, int first_position,
 // ops_cpu.h, with the softmax computed on the fly (online) rather than over a stored row of
 // scores. One new token (decode): the positions split into chunks over many blocks, then
 // merged. More (a prompt): a block per 16 queries of one head. Heads of up to 128 values and
-// up to 8 query heads per key/value head; other shapes fail.
-void attention(float* out, const float* q, const float* k, const float* v, int n_tokens,
-               int first_position, int n_heads, int n_kv_heads, int head_dim);
+// up to 8 query heads per key/value head; other shapes fail. k and v hold values of
+// cache_type (step 11): floats, or halves (then head_dim must be a multiple of 4).
+void attention(float* out, const float* q, const void* k, const void* v, int n_tokens,
+               int first_position, int n_heads, int n_kv_heads, int head_dim,
+               CacheType cache_type = CacheType::F32);
 
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
+
+// rows = x, n values rounded to the cache's type (step 11): how a prompt's keys and values,
+// computed as floats, enter an F16 cache.
+void store_cache_rows(void* rows, CacheType cache_type, const float* x, int64_t n);
 
 void residual_add(float* x, const float* delta, int64_t n);
 
@@ -71,11 +82,12 @@ void matvec(float* out, const float* x, const void* w, uint32_t w_type, int in_d
 void tiled_gemm(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens,
                 int in_dim, int out_dim);
 // attention of one new token, at first_position: chunks of the positions, then their merge.
-void split_attention(float* out, const float* q, const float* k, const float* v,
-                     int first_position, int n_heads, int n_kv_heads, int head_dim);
+void split_attention(float* out, const float* q, const void* k, const void* v, int first_position,
+                     int n_heads, int n_kv_heads, int head_dim, CacheType cache_type);
 // attention of several new tokens: a block per 16 queries of one head.
-void prefill_attention(float* out, const float* q, const float* k, const float* v, int n_tokens,
-                       int first_position, int n_heads, int n_kv_heads, int head_dim);
+void prefill_attention(float* out, const float* q, const void* k, const void* v, int n_tokens,
+                       int first_position, int n_heads, int n_kv_heads, int head_dim,
+                       CacheType cache_type);
 
 // ---- Step 10: one token's pass in 6 kernels a layer, ready to be captured in a graph ----
 //
@@ -138,12 +150,13 @@ struct NormedQ8 {
 
 // rmsnorm, the Q, K and V products, their biases and RoPE in one kernel: q = rope(Wq h + bq),
 // and the key rope(Wk h + bk) and value Wv h + bv written into row slots->position of this
-// layer's cache (k_cache, v_cache: (capacity, n_kv_heads * head_dim)), with h = rmsnorm(x).
+// layer's cache (k_cache, v_cache: (capacity, n_kv_heads * head_dim) values of cache_type), with
+// h = rmsnorm(x).
 // A warp computes the two rows that RoPE turns together, (i, i + head_dim / 2) of one head.
 // One launch when Q and K share a type and V's is theirs, Q6_K or Q8_0 (Qwen's published
 // files), else one a type. x_q8 (d_model) holds h rounded to 8 bits when x_q8_written, and
 // receives it otherwise, when one of the matrices is a block type.
-void qkv_rope_cache(float* q, float* k_cache, float* v_cache, const float* x,
+void qkv_rope_cache(float* q, void* k_cache, void* v_cache, CacheType cache_type, const float* x,
                     const float* norm_weight, float eps, const QkvWeights& w, int d_model,
                     HeadShape heads, float rope_base, const DecodeSlots* slots, Q8Vector x_q8,
                     bool x_q8_written, Stream stream);
@@ -156,9 +169,9 @@ int64_t decode_attention_scratch(int capacity, HeadShape heads);
 // (the same layout attention() chooses) with a grid sized for `capacity` positions.
 // Step 11: with out_q8.q not null, out rounded to 8 bits is written there too, for a
 // block-type Wo, by the merge kernel (head_dim a multiple of 32; else it fails).
-void decode_attention(float* out, const float* q, const float* k_cache, const float* v_cache,
-                      float* scratch, int capacity, HeadShape heads, const DecodeSlots* slots,
-                      Q8Vector out_q8, Stream stream);
+void decode_attention(float* out, const float* q, const void* k_cache, const void* v_cache,
+                      CacheType cache_type, float* scratch, int capacity, HeadShape heads,
+                      const DecodeSlots* slots, Q8Vector out_q8, Stream stream);
 
 // x += in W^T: the matrix-vector product with the residual add in its epilogue (the attention
 // output and down projections). in_q8 (in_dim): in rounded to 8 bits, for a block type, which

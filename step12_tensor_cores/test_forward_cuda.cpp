@@ -91,10 +91,10 @@ static const RoundedModel& rounded_tiny_model() {
 }
 
 // gpu::forward over every fixture's prompt, with all positions' logits compared with what
-// `reference` returns for that case.
+// `reference` returns for that case; the device cache of cache_type (step 11).
 template <typename Reference>
-static void check_all_positions(WeightPrecision precision, Tolerance tolerance,
-                                Reference reference) {
+static void check_all_positions(WeightPrecision precision, Tolerance tolerance, Reference reference,
+                                CacheType cache_type = CacheType::F32) {
     const LoadedModel& model = tiny_model();
     DeviceWeights weights = upload_weights(model.weights, precision);
     DeviceRunState state;
@@ -102,7 +102,7 @@ static void check_all_positions(WeightPrecision precision, Tolerance tolerance,
         CAPTURE(c.name);
         std::vector<int32_t> ids = read_fixture_ids(kForwardFixtures + c.name + ".ids.txt");
         REQUIRE(int(ids.size()) == c.n_tokens);
-        DeviceKVCache cache = make_device_kv_cache(model.config, c.n_tokens);
+        DeviceKVCache cache = make_device_kv_cache(model.config, c.n_tokens, cache_type);
         gpu::forward(model.config, weights, ids, cache, state, LogitRows::All);
         check_close(state.logits.download(), reference(c, ids), tolerance, c.n_vocab);
     }
@@ -138,6 +138,74 @@ TEST_CASE("GPU logits at every position equal the CPU path's on the same F16 wei
                                     cpu, LogitRows::All);
                             return cpu.logits;
                         });
+}
+
+// ---- Step 11: the F16 cache against the CPU's F32 one ----
+
+// Each key and value in an F16 cache is rounded to the nearest half: 11 significant bits, at
+// most 2^-11 = 4.9e-4 of itself off. A value's rounding moves an attention output, a weighted
+// mean of values, by at most 2^-11 of the largest value; a key's moves a score q.k/sqrt(d) by
+// at most 2^-11 of |q||k|/sqrt(d) (a few units here), and so each softmax weight by a few
+// 2^-11, relative. Each attention sublayer's output thus moves by some 4 x 2^-11 of its size;
+// through the tiny model's 3 layers into logits of up to ~15, if every rounding pushed the same
+// way, 3 x 4 x 2^-11 x 15 = 0.09. They are independent roundings, which mostly cancel: 0.05.
+// Reading halves as floats, a wrong row or a lost position moves logits by their own size.
+static const Tolerance kF16CacheAgainstCpu = {0.05, 0.0};
+
+TEST_CASE("GPU logits at every position with an F16 cache stay within its rounding of the CPU's") {
+    if (!gpu_or_skip()) return;
+    RunState cpu;  // F32 weights on both: only the cache's rounding and the sums' order differ
+    check_all_positions(
+        WeightPrecision::F32, kF16CacheAgainstCpu,
+        [&](const ForwardFixture&, const std::vector<int32_t>& ids) {
+            KVCache cache = make_kv_cache(tiny_model().config, int(ids.size()));
+            forward(tiny_model().config, tiny_model().weights, ids, cache, cpu, LogitRows::All);
+            return cpu.logits;
+        },
+        CacheType::F16);
+}
+
+TEST_CASE("the Decoder with an F16 cache: every step's logits near the CPU's, 24 greedy tokens") {
+    if (!gpu_or_skip()) return;
+    const LoadedModel& model = tiny_model();
+    const std::vector<int32_t> prompt = tiny_tokenizer().encode("Once upon a time,");
+    // F32 weights: the decode steps' products in floats, as the CPU's (kF16CacheAgainstCpu).
+    DeviceWeights exact = upload_weights(model.weights, WeightPrecision::F32);
+    DeviceKVCache cache = make_device_kv_cache(model.config, 64, CacheType::F16);
+    gpu::Decoder decoder(model.config, exact, cache, true);
+    KVCache cpu_cache = make_kv_cache(model.config, 64);
+    RunState cpu;
+    std::vector<int32_t> ids = prompt;
+    for (int step = 0; step < 24; step++) {
+        CAPTURE(step);
+        std::vector<float> gpu_logits, cpu_logits;
+        const int32_t token = decoder.next_token(ids, &gpu_logits);
+        next_token(model.config, model.weights, ids, cpu_cache, cpu, &cpu_logits);
+        check_close(gpu_logits, cpu_logits, kF16CacheAgainstCpu);
+        ids = {token};  // the GPU's choice, on both
+    }
+
+    // The weights the program runs (F16 and blocks, 8-bit activations in the decode steps): the
+    // F16 cache chooses the F32 cache's 24 greedy tokens. (The 8-bit rounding of the attention's
+    // output can amplify the cache's rounding; this holds while no step's two best logits of
+    // the tiny model lie closer than that.)
+    DeviceWeights weights = upload_weights(model.weights);
+    std::vector<int32_t> tokens[2];
+    for (CacheType cache_type : {CacheType::F32, CacheType::F16}) {
+        DeviceKVCache typed = make_device_kv_cache(model.config, 64, cache_type);
+        gpu::Decoder typed_decoder(model.config, weights, typed, true);
+        generate_greedy(
+            [&](const std::vector<int32_t>& new_ids, std::vector<float>* logits) {
+                return typed_decoder.next_token(new_ids, logits);
+            },
+            prompt, 24, typed.capacity,
+            [&](int32_t id) {
+                tokens[int(cache_type)].push_back(id);
+                return true;
+            });
+    }
+    CHECK(tokens[0].size() == 24);
+    CHECK(tokens[1] == tokens[0]);
 }
 
 TEST_CASE("greedy continuations on the GPU (F16 weights) equal transformers' 16 tokens") {

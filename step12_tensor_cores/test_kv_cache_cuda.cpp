@@ -1,6 +1,7 @@
 // Checks for the KV cache on the GPU: the same properties as test_kv_cache.cpp's on the CPU
 // (a cached pass gives the logits of recomputing the whole sequence, however the positions are
-// split into passes), and the GPU's cached generation against the CPU's.
+// split into passes), and the GPU's cached generation against the CPU's. Step 11: the device
+// cache may hold F16 keys and values; its sizes, and the passes' property for it too.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -27,11 +28,12 @@ namespace {
 const Tolerance kCachedAgainstRecomputed = {1e-3, 0.0};
 
 // The logits of every position of `ids` on the GPU, running the positions in passes of the
-// given sizes (which add up to ids.size()) on one cache.
+// given sizes (which add up to ids.size()) on one cache of cache_type.
 std::vector<float> gpu_logits_in_passes(const LoadedModel& model, const DeviceWeights& weights,
                                         const std::vector<int32_t>& ids,
-                                        const std::vector<int>& pass_sizes) {
-    DeviceKVCache cache = make_device_kv_cache(model.config, int(ids.size()));
+                                        const std::vector<int>& pass_sizes,
+                                        CacheType cache_type = CacheType::F32) {
+    DeviceKVCache cache = make_device_kv_cache(model.config, int(ids.size()), cache_type);
     DeviceRunState state;
     std::vector<float> logits;  // (ids.size(), n_vocab)
     size_t start = 0;
@@ -55,14 +57,32 @@ TEST_CASE("GPU: prefill in one pass, in chunks, and token by token give the same
     DeviceWeights weights = upload_weights(model.weights, WeightPrecision::F32);
     std::vector<int32_t> ids;
     for (int i = 0; i < 23; i++) ids.push_back((i * 331 + 17) % 3000);
-    std::vector<float> one_pass = gpu_logits_in_passes(model, weights, ids, {23});
     std::vector<int> one_by_one(23, 1);
-    for (const std::vector<int>& passes :
-         {std::vector<int>{5, 7, 11}, std::vector<int>{1, 21, 1}, one_by_one}) {
-        CAPTURE(passes.size());
-        check_close(gpu_logits_in_passes(model, weights, ids, passes), one_pass,
-                    kCachedAgainstRecomputed, model.weights.n_vocab);
+    // Step 11: an F16 cache too. Every pass reads the same rounded keys and values, whichever
+    // pass wrote them; a product's float order can move a value across a rounding boundary of
+    // a half, 2^-10 of it, whose effect on the logits stays far below 1e-3.
+    for (CacheType cache_type : {CacheType::F32, CacheType::F16}) {
+        CAPTURE(int(cache_type));
+        std::vector<float> one_pass = gpu_logits_in_passes(model, weights, ids, {23}, cache_type);
+        for (const std::vector<int>& passes :
+             {std::vector<int>{5, 7, 11}, std::vector<int>{1, 21, 1}, one_by_one}) {
+            CAPTURE(passes.size());
+            check_close(gpu_logits_in_passes(model, weights, ids, passes, cache_type), one_pass,
+                        kCachedAgainstRecomputed, model.weights.n_vocab);
+        }
     }
+}
+
+TEST_CASE("the device cache holds 2 x layers x positions x kv_dim values of its type") {
+    const LoadedModel& model = tiny_model();  // 3 layers, kv_dim 128
+    CHECK(device_kv_cache_bytes(model.config, 100, CacheType::F32) ==
+          kv_cache_bytes(model.config, 100));
+    CHECK(device_kv_cache_bytes(model.config, 100, CacheType::F16) == 2 * 3 * 100 * 128 * 2);
+    if (!gpu_or_skip()) return;
+    DeviceKVCache cache = make_device_kv_cache(model.config, 100, CacheType::F16);
+    CHECK(cache.k.size() == 3 * 100 * 128 * 2);
+    CHECK(cache.keys(2) == cache.k.data() + 2 * 100 * 128 * 2);
+    CHECK(cache.value_rows(1, 7) == cache.v.data() + (100 + 7) * 128 * 2);
 }
 
 TEST_CASE("GPU: cached greedy decoding sees the logits of recomputing, and the CPU's tokens") {

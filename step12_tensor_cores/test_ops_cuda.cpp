@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "device_buffer.h"
+#include "device_kv_cache.h"
 #include "ggml_types.h"
 #include "half.h"
 #include "ops_cpu.h"
@@ -45,6 +47,38 @@ static DeviceQ8Vector q8_scratch(int n) {
     DeviceQ8Vector scratch;
     scratch.resize((n + kQ8BlockSize - 1) / kQ8BlockSize * kQ8BlockSize);
     return scratch;
+}
+
+// ---- Step 11: the KV cache's two types (CacheType, ops_cuda.h) ----
+
+static const CacheType kCacheTypes[] = {CacheType::F32, CacheType::F16};
+
+static GgmlType ggml_type_of(CacheType cache_type) {
+    return cache_type == CacheType::F16 ? GgmlType::F16 : GgmlType::F32;
+}
+
+// Keys or values as a cache of cache_type holds them, in place: an F16 cache rounds each to
+// the nearest half (half.h), and the CPU twin is given the very values the GPU reads.
+static void round_to_cache(std::vector<float>& values, CacheType cache_type) {
+    if (cache_type == CacheType::F16)
+        for (float& value : values) value = f16_to_f32(f32_to_f16(value));
+}
+
+// The values of a cache's bytes, as floats.
+static std::vector<float> cache_values(const std::vector<uint8_t>& bytes, CacheType cache_type) {
+    std::vector<float> values(bytes.size() / cache_value_bytes(cache_type));
+    for (size_t i = 0; i < values.size(); i++) {
+        if (cache_type == CacheType::F16)
+            values[i] = f16_to_f32(uint16_t(bytes[2 * i] | bytes[2 * i + 1] << 8));
+        else std::memcpy(&values[i], &bytes[4 * i], 4);
+    }
+    return values;
+}
+
+// n NaNs of the cache's type on the device: a cache whose every row fails until written.
+static DeviceBuffer<uint8_t> poisoned_cache(size_t n, CacheType cache_type) {
+    return DeviceBuffer<uint8_t>(encode(
+        std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()), ggml_type_of(cache_type)));
 }
 
 TEST_CASE("gpu::embedding copies the same rows as embedding") {
@@ -245,27 +279,33 @@ TEST_CASE("gpu::rope equals rope, also at positions past 30000") {
 }
 
 // n_tokens new queries at first_position.. over the cached positions, GPU against CPU; the
-// inputs are drawn with seeds seed, seed + 1, seed + 2.
+// inputs are drawn with seeds seed, seed + 1, seed + 2. With an F16 cache (step 11) the CPU
+// reads the keys and values rounded to half, as the GPU does.
 static void check_attention(int n_tokens, int first_position, int n_heads, int n_kv_heads,
-                            int head_dim, uint32_t seed) {
+                            int head_dim, uint32_t seed, CacheType cache_type = CacheType::F32) {
     CAPTURE(n_tokens);
     CAPTURE(first_position);
     CAPTURE(n_heads);
     CAPTURE(n_kv_heads);
     CAPTURE(head_dim);
+    CAPTURE(int(cache_type));
     const size_t q_size = size_t(n_tokens) * n_heads * head_dim;
     const size_t kv_size = size_t(first_position + n_tokens) * n_kv_heads * head_dim;
     std::vector<float> q = random_values(q_size, seed, -2.0f, 2.0f);
     std::vector<float> k = random_values(kv_size, seed + 1, -2.0f, 2.0f);
     std::vector<float> v = random_values(kv_size, seed + 2);
+    round_to_cache(k, cache_type);
+    round_to_cache(v, cache_type);
     std::vector<float> expected(q_size);
     attention(expected.data(), q.data(), k.data(), v.data(), n_tokens, first_position, n_heads,
               n_kv_heads, head_dim);
 
-    DeviceBuffer<float> device_q(q), device_k(k), device_v(v);
+    DeviceBuffer<float> device_q(q);
+    DeviceBuffer<uint8_t> device_k(encode(k, ggml_type_of(cache_type)));
+    DeviceBuffer<uint8_t> device_v(encode(v, ggml_type_of(cache_type)));
     DeviceBuffer<float> out = poisoned(q_size);
     gpu::attention(out.data(), device_q.data(), device_k.data(), device_v.data(), n_tokens,
-                   first_position, n_heads, n_kv_heads, head_dim);
+                   first_position, n_heads, n_kv_heads, head_dim, cache_type);
     // Scores are float dot products added in different orders (~1e-7 apart), exp() is within
     // 2 ulps on the GPU, and each output is a weighted average of values in [-1, 1]. The
     // online softmax rescales by exp(m_old - m_new) (from key tile to key tile, and from chunk
@@ -306,6 +346,22 @@ TEST_CASE("split decode attention equals attention from 1 to 4097 cached positio
             check_decode_attention(n_positions, shape[0], shape[1], shape[2]);
 }
 
+TEST_CASE("gpu::attention over an F16 cache equals attention on the keys and values as halves") {
+    if (!gpu_or_skip()) return;
+    // Both read the same halves, so the float path's tolerance holds (check_attention). Heads
+    // of 64 and 128 (0.5B, 1.5B) at lengths that straddle a key tile, a pass and a chunk: a
+    // prompt of that many tokens (prefill_attention_kernel; 1 is the split kernel), one token
+    // over that many positions (the split kernel and its merge), and 7 tokens after them.
+    for (int head_dim : {64, 128})
+        for (int length : {1, 33, 257, 1000}) {
+            const int n_heads = head_dim == 64 ? 14 : 12;
+            check_attention(length, 0, n_heads, 2, head_dim, 40, CacheType::F16);
+            check_attention(1, length - 1, n_heads, 2, head_dim, 43, CacheType::F16);
+            check_attention(7, length, n_heads, 2, head_dim, 46, CacheType::F16);
+        }
+    check_attention(1, 4096, 28, 4, 128, 49, CacheType::F16);  // 7B heads, chunks of passes
+}
+
 TEST_CASE("split decode attention equals attention at 32768 cached positions") {
     if (!gpu_or_skip()) return;
     // Qwen2.5's full context: chunks of many passes, the online softmax carried through them.
@@ -319,6 +375,10 @@ TEST_CASE("gpu::attention refuses heads its kernels cannot hold, in one line") {
     CHECK_THROWS_WITH_AS(gpu::attention(nullptr, nullptr, nullptr, nullptr, 4, 0, 18, 2, 64),
                          "gpu::attention handles up to 8 query heads per key/value head, not 9",
                          Error);
+    // An F16 cache is read 4 halves at a time (cache_elements.cuh).
+    CHECK_THROWS_WITH_AS(
+        gpu::attention(nullptr, nullptr, nullptr, nullptr, 1, 0, 2, 1, 6, CacheType::F16),
+        "gpu::attention reads an F16 cache in heads of a multiple of 4 values, not 6", Error);
 }
 
 TEST_CASE("gpu::swiglu equals swiglu, also in place") {
@@ -444,82 +504,97 @@ TEST_CASE("qkv_rope_cache equals rmsnorm, the Q/K/V matmuls, add_bias and rope")
                                      {GgmlType::Q6_K, GgmlType::F16, GgmlType::Q4_K},
                                      {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q5_0}};
     const float eps = 1e-6f, base = 1e6f;
-    for (const auto& shape : shapes) {
-        for (const auto& types : type_sets) {
-            const int d = shape[0], position = shape[4];
-            if (!whole_blocks(types[0], d) || !whole_blocks(types[1], d) ||
-                !whole_blocks(types[2], d))
-                continue;
-            const gpu::HeadShape heads{shape[1], shape[2], shape[3]};
-            const int q_dim = heads.n_heads * heads.head_dim;
-            const int kv_dim = heads.n_kv_heads * heads.head_dim;
-            CAPTURE(d);
-            CAPTURE(heads.n_heads);
-            CAPTURE(heads.head_dim);
-            CAPTURE(position);
-            CAPTURE(ggml_type_info(uint32_t(types[2])).name);
-            std::vector<float> x = random_values(d, 20, -2.0f, 2.0f);
-            std::vector<float> norm = random_values(d, 21, 0.5f, 1.5f);
-            std::vector<uint8_t> wq = random_weights(types[0], q_dim, d, 22);
-            std::vector<uint8_t> wk = random_weights(types[1], kv_dim, d, 23);
-            std::vector<uint8_t> wv = random_weights(types[2], kv_dim, d, 24);
-            std::vector<float> bq = random_values(q_dim, 25), bk = random_values(kv_dim, 26);
-            std::vector<float> bv = random_values(kv_dim, 27);
+    // Step 11: into a cache of each type.
+    for (CacheType cache_type : kCacheTypes) {
+        for (const auto& shape : shapes) {
+            for (const auto& types : type_sets) {
+                const int d = shape[0], position = shape[4];
+                if (!whole_blocks(types[0], d) || !whole_blocks(types[1], d) ||
+                    !whole_blocks(types[2], d))
+                    continue;
+                const gpu::HeadShape heads{shape[1], shape[2], shape[3]};
+                const int q_dim = heads.n_heads * heads.head_dim;
+                const int kv_dim = heads.n_kv_heads * heads.head_dim;
+                CAPTURE(d);
+                CAPTURE(heads.n_heads);
+                CAPTURE(heads.head_dim);
+                CAPTURE(position);
+                CAPTURE(ggml_type_info(uint32_t(types[2])).name);
+                CAPTURE(int(cache_type));
+                std::vector<float> x = random_values(d, 20, -2.0f, 2.0f);
+                std::vector<float> norm = random_values(d, 21, 0.5f, 1.5f);
+                std::vector<uint8_t> wq = random_weights(types[0], q_dim, d, 22);
+                std::vector<uint8_t> wk = random_weights(types[1], kv_dim, d, 23);
+                std::vector<uint8_t> wv = random_weights(types[2], kv_dim, d, 24);
+                std::vector<float> bq = random_values(q_dim, 25), bk = random_values(kv_dim, 26);
+                std::vector<float> bv = random_values(kv_dim, 27);
 
-            // The CPU: step 9's sequence of operators.
-            std::vector<float> h(d), q(q_dim), k(kv_dim), v(kv_dim);
-            rmsnorm(h.data(), x.data(), norm.data(), 1, d, eps);
-            decode_matmul(q.data(), h.data(), wq, types[0], d, q_dim);
-            decode_matmul(k.data(), h.data(), wk, types[1], d, kv_dim);
-            decode_matmul(v.data(), h.data(), wv, types[2], d, kv_dim);
-            add_bias(q.data(), bq.data(), 1, q_dim);
-            add_bias(k.data(), bk.data(), 1, kv_dim);
-            add_bias(v.data(), bv.data(), 1, kv_dim);
-            rope(q.data(), 1, heads.n_heads, heads.head_dim, position, base);
-            rope(k.data(), 1, heads.n_kv_heads, heads.head_dim, position, base);
+                // The CPU: step 9's sequence of operators.
+                std::vector<float> h(d), q(q_dim), k(kv_dim), v(kv_dim);
+                rmsnorm(h.data(), x.data(), norm.data(), 1, d, eps);
+                decode_matmul(q.data(), h.data(), wq, types[0], d, q_dim);
+                decode_matmul(k.data(), h.data(), wk, types[1], d, kv_dim);
+                decode_matmul(v.data(), h.data(), wv, types[2], d, kv_dim);
+                add_bias(q.data(), bq.data(), 1, q_dim);
+                add_bias(k.data(), bk.data(), 1, kv_dim);
+                add_bias(v.data(), bv.data(), 1, kv_dim);
+                rope(q.data(), 1, heads.n_heads, heads.head_dim, position, base);
+                rope(k.data(), 1, heads.n_kv_heads, heads.head_dim, position, base);
 
-            // The GPU, into a cache whose every row starts as NaN.
-            const int capacity = position + 2;
-            DeviceBuffer<float> device_x(x), device_norm(norm), device_bq(bq), device_bk(bk),
-                device_bv(bv);
-            DeviceBuffer<uint8_t> device_wq(wq), device_wk(wk), device_wv(wv);
-            DeviceBuffer<float> out_q = poisoned(q_dim);
-            DeviceBuffer<float> k_cache = poisoned(size_t(capacity) * kv_dim);
-            DeviceBuffer<float> v_cache = poisoned(size_t(capacity) * kv_dim);
-            DeviceBuffer<int32_t> slots = slots_at(0, position);
-            const gpu::QkvWeights w{device_wq.data(),   device_wk.data(),   device_wv.data(),
-                                    device_bq.data(),   device_bk.data(),   device_bv.data(),
-                                    uint32_t(types[0]), uint32_t(types[1]), uint32_t(types[2])};
-            DeviceQ8Vector x_q8 = q8_scratch(d);
-            gpu::qkv_rope_cache(out_q.data(), k_cache.data(), v_cache.data(), device_x.data(),
-                                device_norm.data(), eps, w, d, heads, base, as_slots(slots),
-                                x_q8.view(), false, nullptr);
-            // The CPU rounds h = x * g / rms once and then adds the products; the GPU adds
-            // w * (x * g) and scales the sum by 1/rms (with the squares summed in float,
-            // ~1e-6 relative). Sums of order 1 over up to 3584 terms: roundings of about
-            // sqrt(3584) * 6e-8 = 4e-6; the rotation adds a few ulps. 1e-4 + 1e-4 relative, as
-            // for matmul: a wrong row, bias, angle or pair is off by ~0.01 to 1. A block type's
-            // products are the CPU's 8-bit ones (decode_matmul): the same integer sums, so the
-            // same float-order argument.
-            check_close(out_q.download(), q, {1e-4, 1e-4}, heads.head_dim);
-            const std::vector<float> keys = k_cache.download(), values = v_cache.download();
-            check_close(rows_of(keys, position, 1, kv_dim), k, {1e-4, 1e-4}, heads.head_dim);
-            check_close(rows_of(values, position, 1, kv_dim), v, {1e-4, 1e-4}, heads.head_dim);
-            // Only the position's rows are written.
-            CHECK(all_nan(rows_of(keys, position + 1, 1, kv_dim)));
-            CHECK(all_nan(rows_of(values, 0, position, kv_dim)));
+                // The GPU, into a cache whose every row starts as NaN.
+                const int capacity = position + 2;
+                DeviceBuffer<float> device_x(x), device_norm(norm), device_bq(bq), device_bk(bk),
+                    device_bv(bv);
+                DeviceBuffer<uint8_t> device_wq(wq), device_wk(wk), device_wv(wv);
+                DeviceBuffer<float> out_q = poisoned(q_dim);
+                DeviceBuffer<uint8_t> k_cache =
+                    poisoned_cache(size_t(capacity) * kv_dim, cache_type);
+                DeviceBuffer<uint8_t> v_cache =
+                    poisoned_cache(size_t(capacity) * kv_dim, cache_type);
+                DeviceBuffer<int32_t> slots = slots_at(0, position);
+                const gpu::QkvWeights w{device_wq.data(),   device_wk.data(),   device_wv.data(),
+                                        device_bq.data(),   device_bk.data(),   device_bv.data(),
+                                        uint32_t(types[0]), uint32_t(types[1]), uint32_t(types[2])};
+                DeviceQ8Vector x_q8 = q8_scratch(d);
+                gpu::qkv_rope_cache(out_q.data(), k_cache.data(), v_cache.data(), cache_type,
+                                    device_x.data(), device_norm.data(), eps, w, d, heads, base,
+                                    as_slots(slots), x_q8.view(), false, nullptr);
+                // The CPU rounds h = x * g / rms once and then adds the products; the GPU adds
+                // w * (x * g) and scales the sum by 1/rms (with the squares summed in float,
+                // ~1e-6 relative). Sums of order 1 over up to 3584 terms: roundings of about
+                // sqrt(3584) * 6e-8 = 4e-6; the rotation adds a few ulps. 1e-4 + 1e-4 relative, as
+                // for matmul: a wrong row, bias, angle or pair is off by ~0.01 to 1. A block type's
+                // products are the CPU's 8-bit ones (decode_matmul): the same integer sums, so the
+                // same float-order argument.
+                check_close(out_q.download(), q, {1e-4, 1e-4}, heads.head_dim);
+                // An F16 cache row holds the GPU's value rounded to the nearest half, at most
+                // 2^-11 = 4.9e-4 of it away: 1e-3 relative covers that on top of the float
+                // tolerance, and a wrong row, pair or bias is still off by far more.
+                const Tolerance row_tolerance =
+                    cache_type == CacheType::F16 ? Tolerance{1e-4, 1e-3} : Tolerance{1e-4, 1e-4};
+                const std::vector<float> keys = cache_values(k_cache.download(), cache_type);
+                const std::vector<float> values = cache_values(v_cache.download(), cache_type);
+                check_close(rows_of(keys, position, 1, kv_dim), k, row_tolerance, heads.head_dim);
+                check_close(rows_of(values, position, 1, kv_dim), v, row_tolerance, heads.head_dim);
+                // Only the position's rows are written.
+                CHECK(all_nan(rows_of(keys, position + 1, 1, kv_dim)));
+                CHECK(all_nan(rows_of(values, 0, position, kv_dim)));
+            }
         }
     }
 }
 
 // decode_attention with a grid and scratch for `capacity` positions, at each position of
 // `positions` in turn (the same scratch reused, as a graph reuses it), against attention().
-// The cache rows after the query's position are NaN: reading one would show.
+// The cache rows after the query's position are NaN: reading one would show. Step 11: from a
+// cache of cache_type, the CPU given the same values (check_attention).
 static void check_decode_attention_at(int capacity, std::vector<int> positions,
-                                      gpu::HeadShape heads) {
+                                      gpu::HeadShape heads, CacheType cache_type = CacheType::F32) {
     const int kv_dim = heads.n_kv_heads * heads.head_dim, q_dim = heads.n_heads * heads.head_dim;
     std::vector<float> k = random_values(size_t(capacity) * kv_dim, 30, -2.0f, 2.0f);
     std::vector<float> v = random_values(size_t(capacity) * kv_dim, 31);
+    round_to_cache(k, cache_type);
+    round_to_cache(v, cache_type);
     DeviceBuffer<float> scratch(size_t(gpu::decode_attention_scratch(capacity, heads)));
     for (int position : positions) {
         CAPTURE(capacity);
@@ -527,6 +602,7 @@ static void check_decode_attention_at(int capacity, std::vector<int> positions,
         CAPTURE(heads.n_heads);
         CAPTURE(heads.n_kv_heads);
         CAPTURE(heads.head_dim);
+        CAPTURE(int(cache_type));
         std::vector<float> q = random_values(q_dim, 32 + position, -2.0f, 2.0f);
         std::vector<float> expected(q_dim);
         attention(expected.data(), q.data(), k.data(), v.data(), 1, position, heads.n_heads,
@@ -534,14 +610,16 @@ static void check_decode_attention_at(int capacity, std::vector<int> positions,
         std::vector<float> k_rows = k, v_rows = v;
         for (size_t i = size_t(position + 1) * kv_dim; i < k_rows.size(); i++)
             k_rows[i] = v_rows[i] = std::numeric_limits<float>::quiet_NaN();
-        DeviceBuffer<float> device_q(q), device_k(k_rows), device_v(v_rows);
+        DeviceBuffer<float> device_q(q);
+        DeviceBuffer<uint8_t> device_k(encode(k_rows, ggml_type_of(cache_type)));
+        DeviceBuffer<uint8_t> device_v(encode(v_rows, ggml_type_of(cache_type)));
         DeviceBuffer<float> out = poisoned(q_dim);
         DeviceBuffer<int32_t> slots = slots_at(0, position);
         // Step 11: the output's 8-bit blocks too, when the head is whole blocks of 32.
         const bool whole = heads.head_dim % kQ8BlockSize == 0;
         DeviceQ8Vector out_q8 = q8_scratch(q_dim);
         gpu::decode_attention(out.data(), device_q.data(), device_k.data(), device_v.data(),
-                              scratch.data(), capacity, heads, as_slots(slots),
+                              cache_type, scratch.data(), capacity, heads, as_slots(slots),
                               whole ? out_q8.view() : Q8Vector{}, nullptr);
         // attention()'s tolerance and reasons (check_attention above): the same kernels.
         const std::vector<float> gpu_out = out.download();
@@ -564,6 +642,39 @@ TEST_CASE("decode_attention reads its position from the slots and equals attenti
     check_decode_attention_at(70, {69, 31, 64}, {6, 2, 33});
     // A long cache (grid of the most chunks) with a short sequence in it.
     check_decode_attention_at(32768, {3, 32767}, {12, 2, 128});
+}
+
+TEST_CASE("decode_attention over an F16 cache equals attention on the same halves") {
+    if (!gpu_or_skip()) return;
+    // The positions of 1, 33, 257 and 1000 cached rows and back, on one scratch; 0.5B's heads of
+    // 64 (lanes 16-31 load nothing), 1.5B's and 7B's of 128 (a warp's loads: a whole row).
+    check_decode_attention_at(1100, {0, 32, 256, 999, 1099, 5}, {14, 2, 64}, CacheType::F16);
+    check_decode_attention_at(1100, {999, 256, 32, 0}, {12, 2, 128}, CacheType::F16);
+    check_decode_attention_at(4100, {4099, 1000}, {28, 4, 128}, CacheType::F16);
+}
+
+TEST_CASE("store_cache_rows rounds to the nearest half as half.h does, bit for bit") {
+    if (!gpu_or_skip()) return;
+    for (int64_t n : {1, 7, 33, 4867, 100000}) {
+        CAPTURE(n);
+        // Values of every size F16 holds, and past it: subnormals, ties, 65504, overflow.
+        std::vector<float> x = random_values(size_t(n), 90, -3.0f, 3.0f);
+        for (int64_t i = 0; i < n; i++) x[i] = std::ldexp(x[i], int(i % 48) - 30);
+        if (n > 4) x[1] = 65504.0f, x[2] = 65520.0f, x[3] = 1.0f + 1.0f / 2048, x[4] = -0.0f;
+        std::vector<uint8_t> expected = encode(x, GgmlType::F16);
+        DeviceBuffer<float> device_x(x);
+        for (CacheType cache_type : kCacheTypes) {
+            CAPTURE(int(cache_type));
+            DeviceBuffer<uint8_t> rows = poisoned_cache(size_t(n) + 1, cache_type);
+            gpu::store_cache_rows(rows.data(), cache_type, device_x.data(), n);
+            const std::vector<uint8_t> written = rows.download();
+            const size_t bytes = size_t(n) * cache_value_bytes(cache_type);
+            const std::vector<uint8_t>& want =
+                cache_type == CacheType::F16 ? expected : encode(x, GgmlType::F32);
+            CHECK(std::memcmp(written.data(), want.data(), bytes) == 0);
+            CHECK(std::isnan(cache_values(written, cache_type).back()));  // one past: untouched
+        }
+    }
 }
 
 TEST_CASE("matvec_add equals x + matmul: the residual add in the epilogue") {
@@ -801,10 +912,10 @@ TEST_CASE("the fused kernels refuse what they cannot read, in one line") {
                             uint32_t(GgmlType::F16),
                             uint32_t(GgmlType::F16),
                             uint32_t(GgmlType::F16)};
-    CHECK_THROWS_WITH_AS(gpu::qkv_rope_cache(nullptr, nullptr, nullptr, nullptr, nullptr, 1e-6f, w,
-                                             64, {2, 1, 33}, 1e6f, nullptr, Q8Vector{}, false,
-                                             nullptr),
-                         "gpu::qkv_rope_cache needs an even head_dim, not 33", Error);
+    CHECK_THROWS_WITH_AS(
+        gpu::qkv_rope_cache(nullptr, nullptr, nullptr, CacheType::F32, nullptr, nullptr, 1e-6f, w,
+                            64, {2, 1, 33}, 1e6f, nullptr, Q8Vector{}, false, nullptr),
+        "gpu::qkv_rope_cache needs an even head_dim, not 33", Error);
     CHECK_THROWS_WITH_AS(gpu::gate_up_swiglu(nullptr, nullptr, nullptr, 1e-6f, nullptr, nullptr,
                                              uint32_t(GgmlType::Q4_1), 64, 64, Q8Vector{}, false,
                                              Q8Vector{}, nullptr, nullptr),

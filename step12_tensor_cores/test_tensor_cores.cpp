@@ -177,14 +177,17 @@ TEST_CASE("gpu::matmul takes the tensor cores for prompts of 16-bit and block ma
 }
 
 // n_tokens new queries at first_position.. over first_position + n_tokens cached positions:
-// flash attention against the CPU's attention on q, k and v rounded to F16.
-static void check_flash_attention(int n_tokens, int first_position, int n_heads, int n_kv_heads,
-                                  int head_dim) {
+// flash attention against the CPU's attention on q, k and v rounded to F16. Returns the output.
+// With an F16 cache (step 11's) the keys and values are uploaded as those halves.
+static std::vector<float> check_flash_attention(int n_tokens, int first_position, int n_heads,
+                                                int n_kv_heads, int head_dim,
+                                                CacheType cache_type = CacheType::F32) {
     CAPTURE(n_tokens);
     CAPTURE(first_position);
     CAPTURE(n_heads);
     CAPTURE(n_kv_heads);
     CAPTURE(head_dim);
+    CAPTURE(int(cache_type));
     const int n_positions = first_position + n_tokens;
     // Queries of +-3 make some softmax rows peaked (scores up to ~9 over sqrt(head_dim)).
     std::vector<float> q = random_values(size_t(n_tokens) * n_heads * head_dim, 11, -3.0f, 3.0f);
@@ -196,17 +199,21 @@ static void check_flash_attention(int n_tokens, int first_position, int n_heads,
     attention(expected.data(), q.data(), k.data(), v.data(), n_tokens, first_position, n_heads,
               n_kv_heads, head_dim);
 
-    DeviceBuffer<float> device_q(q), device_k(k), device_v(v);
+    const GgmlType kv_type = cache_type == CacheType::F16 ? GgmlType::F16 : GgmlType::F32;
+    DeviceBuffer<float> device_q(q);
+    DeviceBuffer<uint8_t> device_k(encode(k, kv_type)), device_v(encode(v, kv_type));
     DeviceBuffer<float> out = poisoned(q.size());
     gpu::flash_attention(out.data(), device_q.data(), device_k.data(), device_v.data(), n_tokens,
-                         first_position, n_heads, n_kv_heads, head_dim);
+                         first_position, n_heads, n_kv_heads, head_dim, cache_type);
     // The operands are those of the CPU, exactly; what is left is the softmax weights p,
     // rounded to F16 before P V (relative 2^-11 each), while their sum l stays F32: the output,
     // a weighted mean of values within +-1, moves by at most 2^-11 from each, 2 * 2^-11 = 1e-3
     // in all (the F32 sums add ~1e-6). A key seen through a wrong mask or a wrong head moves an
     // output by its weight, up to 1 at the first positions; 1e-3 catches it wherever a query
     // sees fewer than ~500 keys, which every shape below has.
-    check_close(out.download(), expected, {2 * std::ldexp(1.0, -11), 0.0}, n_heads * head_dim);
+    const std::vector<float> result = out.download();
+    check_close(result, expected, {2 * std::ldexp(1.0, -11), 0.0}, n_heads * head_dim);
+    return result;
 }
 
 TEST_CASE("flash attention equals attention on F16 operands from 1 to 4097 positions") {
@@ -222,6 +229,22 @@ TEST_CASE("flash attention equals attention on F16 operands from 1 to 4097 posit
     check_flash_attention(100, 412, 4, 4, 64);
     check_flash_attention(97, 4000, 12, 2, 128);
     check_flash_attention(1, 4096, 28, 4, 128);
+}
+
+TEST_CASE("flash attention over an F16 cache gives the float cache's outputs, bit for bit") {
+    if (!tensor_cores_or_skip()) return;
+    // The keys and values are halves already (check_flash_attention), so the tiles hold the same
+    // bits whether they were copied from halves or rounded from floats: the same mma, the same
+    // outputs. Prompts of 1, 33, 257 and 1000 tokens, alone and after as many cached positions.
+    for (int head_dim : {64, 128})
+        for (int length : {1, 33, 257, 1000})
+            for (int first_position : {0, length}) {
+                const int n_heads = head_dim == 64 ? 14 : 12;
+                const std::vector<float> from_floats =
+                    check_flash_attention(length, first_position, n_heads, 2, head_dim);
+                CHECK(check_flash_attention(length, first_position, n_heads, 2, head_dim,
+                                            CacheType::F16) == from_floats);
+            }
 }
 
 TEST_CASE("flash attention refuses head sizes it has no kernel for, in one line") {
