@@ -333,7 +333,8 @@ TEST_CASE("programmatic dependent launch changes no bit, in the graph and withou
             },
             prompt, capacity, stats);
         CHECK(stats.context_full);
-        if (use_graph) CHECK(decoder.n_graph_kernels() == gpu::kernels_per_decode_step(weights));
+        if (use_graph)
+            CHECK(decoder.n_graph_kernels() == gpu::kernels_per_decode_step(model.config, weights));
         return log;
     };
     set_dependent_launch(false);
