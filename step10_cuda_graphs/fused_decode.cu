@@ -260,8 +260,8 @@ void gate_up_swiglu(float* out, const float* x, const float* norm_weight, float 
                                 uintptr_t(w_up) % 16 == 0;
         launch_kernel("gate_up_swiglu_kernel", gate_up_swiglu_kernel<Weight>, blocks,
                       kMatvecWarps * kWarpSize, stream, out, x, norm_weight, eps,
-                      static_cast<const Weight*>(w_gate), static_cast<const Weight*>(w_up),
-                      d_model, d_ff, vectorized);
+                      static_cast<const Weight*>(w_gate), static_cast<const Weight*>(w_up), d_model,
+                      d_ff, vectorized);
     });
 }
 
