@@ -4,7 +4,8 @@
 // query; attention.cu chooses it. decode_attention runs the same kernels for the decode step,
 // which reads the number of positions from device memory (a CUDA graph replays the same
 // arguments for every token).
-// Written in step 9; last changed in step 10 (the length a device value, scratch passed in).
+// Written in step 9; last changed in step 10 (the length a device value, scratch passed in, a
+// dependent launch).
 //
 // One thread per query head would keep 12 threads busy for a 1.5B model, each reading every
 // cached key and value alone. The work is a read of the cache, (positions, kv_dim) floats of K
@@ -25,6 +26,7 @@
 
 #include "attention.cuh"
 #include "cuda_check.h"
+#include "dependent_launch.cuh"
 #include "device_buffer.h"
 #include "ops_cuda.h"
 #include "reduce.cuh"
@@ -58,10 +60,14 @@ struct ChunkPartials {
 };
 
 // With `position`, the query is at *position and n_positions is *position + 1, and a
-// grid sized for the longest context has blocks with no chunk to do.
+// grid sized for the longest context has blocks with no chunk to do. Everything it reads is an
+// earlier kernel's, so it waits for the previous kernel first (dependent_launch.cuh), in the
+// blocks with no chunk too.
 __global__ void split_attention_kernel(ChunkPartials partials, const float* q, const float* k,
                                        const float* v, int n_positions, const int32_t* position,
                                        int max_chunks, int n_heads, int n_kv_heads, int head_dim) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
     if (position) n_positions = *position + 1;
     const ChunkLayout layout = chunk_layout(n_positions, max_chunks);
     if (int(blockIdx.x) >= layout.n_chunks) return;
@@ -181,10 +187,13 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
 }
 
 // One block per query head. Its 4 warps take every 4th chunk, lanes the head's dimensions,
-// so the chunks' rows are read coalesced and 4 at a time; then the warps' sums are added.
+// so the chunks' rows are read coalesced and 4 at a time; then the warps' sums are added. It
+// waits for the split first, as split_attention_kernel does for the kernel before it.
 __global__ void merge_chunks_kernel(float* out, ChunkPartials partials, int n_positions,
                                     const int32_t* position, int max_chunks, int n_heads,
                                     int head_dim) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
     if (position) n_positions = *position + 1;
     const int n_chunks = chunk_layout(n_positions, max_chunks).n_chunks;
     // BEGIN SOLUTION step09 merge_chunks_kernel
@@ -268,12 +277,11 @@ void split_attention(float* out, const float* q, const float* k, const float* v,
     const int max_chunks = max_decode_chunks(n_kv_heads);
     const int n_chunks = chunk_layout(n_positions, max_chunks).n_chunks;
     const ChunkPartials partials = chunk_partials(n_chunks, n_heads, head_dim);
-    split_attention_kernel<<<dim3(n_chunks, n_kv_heads), kDecodeWarps * kWarpSize>>>(
-        partials, q, k, v, n_positions, nullptr, max_chunks, n_heads, n_kv_heads, head_dim);
-    check_launch("split_attention_kernel");
-    merge_chunks_kernel<<<n_heads, kDecodeWarps * kWarpSize>>>(
-        out, partials, n_positions, nullptr, max_chunks, n_heads, head_dim);
-    check_launch("merge_chunks_kernel");
+    launch_kernel("split_attention_kernel", split_attention_kernel, dim3(n_chunks, n_kv_heads),
+                  kDecodeWarps * kWarpSize, nullptr, partials, q, k, v, n_positions, nullptr,
+                  max_chunks, n_heads, n_kv_heads, head_dim);
+    launch_kernel("merge_chunks_kernel", merge_chunks_kernel, n_heads, kDecodeWarps * kWarpSize,
+                  nullptr, out, partials, n_positions, nullptr, max_chunks, n_heads, head_dim);
 }
 
 // The grid is sized for the longest context: at most max_decode_chunks() chunks, and never
@@ -296,13 +304,13 @@ void decode_attention(float* out, const float* q, const float* k_cache, const fl
     const int max_chunks = max_decode_chunks(heads.n_kv_heads);
     const ChunkPartials partials = partials_in(scratch, grid_chunks, heads.n_heads);
     const int32_t* position = &slots->position;
-    split_attention_kernel<<<dim3(grid_chunks, heads.n_kv_heads), kDecodeWarps * kWarpSize, 0,
-                             stream>>>(partials, q, k_cache, v_cache, 0, position, max_chunks,
-                                       heads.n_heads, heads.n_kv_heads, heads.head_dim);
-    check_launch("split_attention_kernel");
-    merge_chunks_kernel<<<heads.n_heads, kDecodeWarps * kWarpSize, 0, stream>>>(
-        out, partials, 0, position, max_chunks, heads.n_heads, heads.head_dim);
-    check_launch("merge_chunks_kernel");
+    launch_kernel("split_attention_kernel", split_attention_kernel,
+                  dim3(grid_chunks, heads.n_kv_heads), kDecodeWarps * kWarpSize, stream, partials,
+                  q, k_cache, v_cache, 0, position, max_chunks, heads.n_heads, heads.n_kv_heads,
+                  heads.head_dim);
+    launch_kernel("merge_chunks_kernel", merge_chunks_kernel, heads.n_heads,
+                  kDecodeWarps * kWarpSize, stream, out, partials, 0, position, max_chunks,
+                  heads.n_heads, heads.head_dim);
 }
 
 }  // namespace gpu

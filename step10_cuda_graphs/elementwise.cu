@@ -2,11 +2,13 @@
 // rope, swiglu and residual_add. Neighbouring threads read and write neighbouring elements, so
 // every access is coalesced as it is. Each kernel has its CPU twin in ops_cpu.cpp, and the
 // checks hold it to it. The kernels are step 6's.
-// Written in step 9; last changed in step 10 (embedding takes a stream).
+// Written in step 9; last changed in step 10 (embedding takes a stream and is launched as a
+// dependent launch, dependent_launch.cuh).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "cuda_check.h"
+#include "dependent_launch.cuh"
 #include "ggml_types.h"
 #include "ops_cuda.h"
 #include "weight_pieces.cuh"
@@ -24,9 +26,13 @@ __device__ int64_t thread_index() { return int64_t(blockIdx.x) * blockDim.x + th
 
 // ---- embedding: one thread per output element out[t][i] ----
 
+// The first kernel of a decode step: the id is the one the step before chose, so it waits
+// before anything (dependent_launch.cuh).
 template <typename Weight>
 __global__ void embedding_kernel(float* out, const Weight* table, const int32_t* ids, int n_tokens,
                                  int dim) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
     int64_t index = thread_index();
     if (index >= int64_t(n_tokens) * dim) return;
     int64_t t = index / dim;
@@ -41,21 +47,21 @@ void embedding(float* out, const void* table, uint32_t table_type, const int32_t
     unsigned blocks = blocks_for(n_threads);
     switch (GgmlType(table_type)) {
         case GgmlType::F32:
-            embedding_kernel<<<blocks, kBlockSize, 0, stream>>>(
-                out, static_cast<const float*>(table), ids, n_tokens, dim);
+            launch_kernel("embedding_kernel", embedding_kernel<float>, blocks, kBlockSize, stream,
+                          out, static_cast<const float*>(table), ids, n_tokens, dim);
             break;
         case GgmlType::F16:
-            embedding_kernel<<<blocks, kBlockSize, 0, stream>>>(
-                out, static_cast<const __half*>(table), ids, n_tokens, dim);
+            launch_kernel("embedding_kernel", embedding_kernel<__half>, blocks, kBlockSize, stream,
+                          out, static_cast<const __half*>(table), ids, n_tokens, dim);
             break;
         case GgmlType::BF16:
-            embedding_kernel<<<blocks, kBlockSize, 0, stream>>>(
-                out, static_cast<const __nv_bfloat16*>(table), ids, n_tokens, dim);
+            launch_kernel("embedding_kernel", embedding_kernel<__nv_bfloat16>, blocks, kBlockSize,
+                          stream, out, static_cast<const __nv_bfloat16*>(table), ids, n_tokens,
+                          dim);
             break;
         default:
             fail("gpu::embedding reads F32, F16 or BF16 tables, not %s", type_name(table_type));
     }
-    check_launch("embedding_kernel");
 }
 
 // ---- add_bias: one thread per element x[t][i] ----

@@ -17,12 +17,19 @@
 // W with x * g at once (x comes from L1, as in matvec.cu) and works out 1/rms itself, a block
 // sum of x's squares: x is a few KB, read by every block from the L2 cache, and the weight
 // loads do not wait for it.
+//
+// Each kernel is a dependent launch (dependent_launch.cuh): it may start while the kernel
+// before it is finishing. normed_dot_2rows waits for that kernel once its first weight loads
+// are on their way, and block_inv_rms, which every thread calls before it reads x, waits too
+// (for the threads that had no row to load); lm_head_argmax_kernel calls it first, and
+// pick_next_token_kernel waits before anything.
 #include <algorithm>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "cuda_check.h"
+#include "dependent_launch.cuh"
 #include "ops_cuda.h"
 #include "reduce.cuh"
 #include "weight_pieces.cuh"
@@ -86,6 +93,10 @@ __device__ float2 normed_dot_2rows(const Weight* row_a, const Weight* row_b, con
                 const int p = first + j * kWarpSize;
                 if (p < n_pieces) batch_a[j] = pieces_a[p], batch_b[j] = pieces_b[p];
             }
+            // x is the earlier kernels': the first batch waits for them with its weight loads
+            // in flight; later batches pass at once.
+            wait_for_previous_kernel();
+            allow_next_kernel();
 #pragma unroll
             for (int j = 0; j < kLoadBatch; j++) {
                 const int p = first + j * kWarpSize;
@@ -95,6 +106,8 @@ __device__ float2 normed_dot_2rows(const Weight* row_a, const Weight* row_b, con
             }
         }
     } else {
+        wait_for_previous_kernel();
+        allow_next_kernel();
         for (int i = lane; i < dim; i += kWarpSize) {
             const float xg = x[i] * g[i];
             sum_a += to_float(row_a[i]) * xg;
@@ -104,9 +117,12 @@ __device__ float2 normed_dot_2rows(const Weight* row_a, const Weight* row_b, con
     return make_float2(warp_sum(sum_a), warp_sum(sum_b));
 }
 
-// 1 / rms(x) for the block, in every thread; every thread of the block must call it.
+// 1 / rms(x) for the block, in every thread; every thread of the block must call it, before
+// anything reads an earlier kernel's output or writes: it waits for the previous kernel.
 __device__ float block_inv_rms(const float* x, int dim, float eps) {
     __shared__ float warp_sums[kMatvecWarps];
+    wait_for_previous_kernel();
+    allow_next_kernel();
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     float sum = 0.0f;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) sum += x[i] * x[i];
@@ -144,20 +160,20 @@ __global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, 
     const int head_dim = heads.head_dim, half = head_dim / 2;
     const int kv_dim = heads.n_kv_heads * head_dim;
     const int q_pairs = heads.n_heads * half, kv_pairs = heads.n_kv_heads * half;
-    const int position = slots->position;
     int pair = first_pair + blockIdx.x * kMatvecWarps + warp;
     const bool active = pair < end_pair;
-    // Which matrix the pair is in, and where its two values go.
+    // Which matrix the pair is in, and where its two values go (K's and V's to the cache row
+    // of the position, read once the kernel has waited for the previous one).
     const Weight* w = wq;
     const float* bias = q_bias;
     float* out = q;
-    bool rotate = true;
+    bool rotate = true, to_cache = false;
     if (pair >= q_pairs) {
         pair -= q_pairs;
-        w = wk, bias = k_bias, out = k_cache + int64_t(position) * kv_dim;
+        w = wk, bias = k_bias, out = k_cache, to_cache = true;
         if (pair >= kv_pairs) {
             pair -= kv_pairs;
-            w = wv, bias = v_bias, out = v_cache + int64_t(position) * kv_dim, rotate = false;
+            w = wv, bias = v_bias, out = v_cache, rotate = false;
         }
     }
     const int i = pair % half;  // the pair's place in its head
@@ -168,6 +184,8 @@ __global__ void qkv_rope_cache_kernel(float* q, float* k_cache, float* v_cache, 
                                 norm_weight, d_model, vectorized);
     const float inv_rms = block_inv_rms(x, d_model, eps);  // every warp, active or not
     if (!active || lane != 0) return;
+    const int position = slots->position;
+    if (to_cache) out += int64_t(position) * kv_dim;
     float a = sums.x * inv_rms + bias[row_a], b = sums.y * inv_rms + bias[row_b];
     if (rotate) {  // the angle as rope_kernel computes it, in double
         const double angle = double(position) * pow(double(rope_base), -2.0 * i / head_dim);
@@ -195,12 +213,12 @@ void qkv_rope_cache(float* q, float* k_cache, float* v_cache, const float* x,
             using Weight = typename decltype(tag)::type;
             const bool vectorized = loads_align(d_model, sizeof(Weight), w.q, x, norm_weight) &&
                                     uintptr_t(w.k) % 16 == 0 && uintptr_t(w.v) % 16 == 0;
-            qkv_rope_cache_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
-                q, k_cache, v_cache, x, norm_weight, eps, static_cast<const Weight*>(w.q),
-                static_cast<const Weight*>(w.k), static_cast<const Weight*>(w.v), w.q_bias,
-                w.k_bias, w.v_bias, d_model, heads, rope_base, slots, first, end, vectorized);
+            launch_kernel("qkv_rope_cache_kernel", qkv_rope_cache_kernel<Weight>, blocks,
+                          kMatvecWarps * kWarpSize, stream, q, k_cache, v_cache, x, norm_weight,
+                          eps, static_cast<const Weight*>(w.q), static_cast<const Weight*>(w.k),
+                          static_cast<const Weight*>(w.v), w.q_bias, w.k_bias, w.v_bias, d_model,
+                          heads, rope_base, slots, first, end, vectorized);
         });
-        check_launch("qkv_rope_cache_kernel");
     };
     if (w.q_type == w.k_type && w.q_type == w.v_type) {
         launch(w.q_type, 0, q_pairs + 2 * kv_pairs);
@@ -240,11 +258,11 @@ void gate_up_swiglu(float* out, const float* x, const float* norm_weight, float 
         using Weight = typename decltype(tag)::type;
         const bool vectorized = loads_align(d_model, sizeof(Weight), w_gate, x, norm_weight) &&
                                 uintptr_t(w_up) % 16 == 0;
-        gate_up_swiglu_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
-            out, x, norm_weight, eps, static_cast<const Weight*>(w_gate),
-            static_cast<const Weight*>(w_up), d_model, d_ff, vectorized);
+        launch_kernel("gate_up_swiglu_kernel", gate_up_swiglu_kernel<Weight>, blocks,
+                      kMatvecWarps * kWarpSize, stream, out, x, norm_weight, eps,
+                      static_cast<const Weight*>(w_gate), static_cast<const Weight*>(w_up), d_model,
+                      d_ff, vectorized);
     });
-    check_launch("gate_up_swiglu_kernel");
 }
 
 // ---- lm_head_argmax: the final rmsnorm, the LM head and argmax ----
@@ -289,6 +307,8 @@ __global__ void lm_head_argmax_kernel(float* logits, Candidate* block_winners, c
 // The best of the blocks' winners becomes the next step's token, at the next position.
 __global__ void pick_next_token_kernel(DecodeSlots* slots, const Candidate* block_winners,
                                        int n_blocks, const float* logits, int n_vocab) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
     const Candidate best = block_best(nullptr, block_winners, n_blocks, threadIdx.x, blockDim.x);
     if (threadIdx.x != 0) return;
     slots->token = isnan(logits[0]) || best.index >= n_vocab ? 0 : best.index;  // as argmax()
@@ -307,14 +327,12 @@ void lm_head_argmax(float* logits, void* scratch, const float* x, const float* n
     with_weight_type(w_type, "lm_head_argmax", [&](auto tag) {
         using Weight = typename decltype(tag)::type;
         const bool vectorized = loads_align(d_model, sizeof(Weight), w, x, norm_weight);
-        lm_head_argmax_kernel<<<n_blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
-            logits, winners, x, norm_weight, eps, static_cast<const Weight*>(w), d_model, n_vocab,
-            vectorized);
+        launch_kernel("lm_head_argmax_kernel", lm_head_argmax_kernel<Weight>, n_blocks,
+                      kMatvecWarps * kWarpSize, stream, logits, winners, x, norm_weight, eps,
+                      static_cast<const Weight*>(w), d_model, n_vocab, vectorized);
     });
-    check_launch("lm_head_argmax_kernel");
-    pick_next_token_kernel<<<1, kArgmaxThreads, 0, stream>>>(slots, winners, n_blocks, logits,
-                                                             n_vocab);
-    check_launch("pick_next_token_kernel");
+    launch_kernel("pick_next_token_kernel", pick_next_token_kernel, 1, kArgmaxThreads, stream,
+                  slots, winners, n_blocks, logits, n_vocab);
 }
 
 }  // namespace gpu

@@ -1,7 +1,8 @@
 // matvec.cu - matmul for one token: out = W x, a warp (or a few) per output row. Its CPU twin
 // is ops_cpu.cpp's matmul with one token; matmul.cu chooses it, and matvec_add adds the
 // product to out (the residual add, fused into the product).
-// Written in step 9; last changed in step 10 (loads in batches, matvec_add).
+// Written in step 9; last changed in step 10 (loads in batches, matvec_add, a dependent launch
+// that waits for the kernel before it once its first weights are on their way).
 //
 // Decode multiplies each weight matrix by one vector, so it is a read of W and little else:
 // 2 bytes per F16 weight for 2 floating-point operations. Its speed is the speed at which W
@@ -27,6 +28,7 @@
 #include <cuda_fp16.h>
 
 #include "cuda_check.h"
+#include "dependent_launch.cuh"
 #include "ops_cuda.h"
 #include "reduce.cuh"
 #include "weight_pieces.cuh"
@@ -86,6 +88,10 @@ __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int i
 #pragma unroll
                 for (int j = 0; j < kLoadBatch; j++)
                     if (first + j * stride < n_pieces) batch[j] = pieces[first + j * stride];
+                // x is the earlier kernels': the first batch waits for them with its weight
+                // loads in flight; later batches pass at once (dependent_launch.cuh).
+                wait_for_previous_kernel();
+                allow_next_kernel();
 #pragma unroll
                 for (int j = 0; j < kLoadBatch; j++) {
                     const int p = first + j * stride;
@@ -93,10 +99,14 @@ __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int i
                 }
             }
         } else {
+            wait_for_previous_kernel();
+            allow_next_kernel();
             for (int i = first_lane + lane; i < in_dim; i += stride)
                 sum += to_float(w_row[i]) * x[i];
         }
     }
+    wait_for_previous_kernel();  // every thread, also those with no row or no piece to load
+    allow_next_kernel();
     sum = warp_sum(sum);
     if (warps_per_row == 1) {
         if (row < out_dim && lane == 0) out[row] = accumulate ? out[row] + sum : sum;
@@ -121,9 +131,8 @@ static void launch_matvec(float* out, const float* x, const Weight* w, int in_di
     const int warps_per_row = in_dim / per_load >= kPiecesToSplitRow ? kMatvecWarps : 1;
     const int rows_per_block = kMatvecWarps / warps_per_row;
     const unsigned blocks = unsigned((int64_t(out_dim) + rows_per_block - 1) / rows_per_block);
-    matvec_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
-        out, x, w, in_dim, out_dim, warps_per_row, vectorized, accumulate);
-    check_launch("matvec_kernel");
+    launch_kernel("matvec_kernel", matvec_kernel<Weight>, blocks, kMatvecWarps * kWarpSize, stream,
+                  out, x, w, in_dim, out_dim, warps_per_row, vectorized, accumulate);
 }
 
 void matvec(float* out, const float* x, const void* w, uint32_t w_type, int in_dim,

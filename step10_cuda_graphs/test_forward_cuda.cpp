@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "chat.h"
+#include "cuda_graph.h"
 #include "dequantize.h"
 #include "device_kv_cache.h"
 #include "device_weights.h"
@@ -266,6 +267,54 @@ TEST_CASE("graph replay equals --no-graph bit for bit, and step 9's kernels, to 
         }
     }
     CHECK(n_compared > 250);  // nearly every step has a clear winner
+}
+
+// The setting is process-wide: a check that changes it puts the default back, even when it
+// fails half-way.
+struct RestoreDependentLaunch {
+    ~RestoreDependentLaunch() { set_dependent_launch(true); }
+};
+
+TEST_CASE("programmatic dependent launch changes no bit, in the graph and without it") {
+    if (!gpu_or_skip()) return;
+    const RestoreDependentLaunch restore;
+    const LoadedModel& model = tiny_model();
+    DeviceWeights weights = upload_weights(model.weights);
+    const int capacity = 300;  // as above: 295 positions of decoding
+    const std::vector<int32_t> prompt = {785, 3001, 12, 2999, 0};
+    // A Decoder launches as the setting says when it runs (a graph: when it is captured).
+    auto run = [&](bool use_pdl, bool use_graph) {
+        set_dependent_launch(use_pdl);
+        DeviceKVCache cache = make_device_kv_cache(model.config, capacity);
+        gpu::Decoder decoder(model.config, weights, cache, use_graph);
+        GenerationStats stats;
+        const StepLog log = sampled_until_full(
+            [&](const std::vector<int32_t>& ids, std::vector<float>* logits) {
+                return decoder.next_token(ids, logits);
+            },
+            prompt, capacity, stats);
+        CHECK(stats.context_full);
+        if (use_graph) CHECK(decoder.n_graph_kernels() == gpu::kernels_per_decode_step(weights));
+        return log;
+    };
+    set_dependent_launch(false);
+    CHECK_FALSE(dependent_launch_enabled());
+    const StepLog plain = run(false, false);  // one launch at a time, each after the last
+    for (bool use_graph : {true, false})
+        for (bool use_pdl : {true, false}) {
+            if (!use_graph && !use_pdl) continue;  // that is `plain`
+            CAPTURE(use_graph);
+            CAPTURE(use_pdl);
+            const StepLog log = run(use_pdl, use_graph);
+            CHECK(log.inputs == plain.inputs);
+            CHECK(log.tokens == plain.tokens);
+            CHECK(log.logits == plain.logits);
+        }
+    set_dependent_launch(true);
+    const bool was_on = dependent_launch_enabled();
+    MESSAGE((was_on ? "programmatic dependent launch was on"
+                    : "this GPU is older than compute capability 9.0: every run was launched "
+                      "plainly"));
 }
 
 TEST_CASE("the Decoder follows a chat: new turns, a /reset, the sampler's tokens") {

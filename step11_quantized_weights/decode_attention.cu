@@ -29,6 +29,7 @@
 #include "attention.cuh"
 #include "cache_elements.cuh"
 #include "cuda_check.h"
+#include "dependent_launch.cuh"
 #include "device_buffer.h"
 #include "ops_cuda.h"
 #include "reduce.cuh"
@@ -64,10 +65,14 @@ struct ChunkPartials {
 // With `position`, the query is at *position and n_positions is *position + 1, and a
 // grid sized for the longest context has blocks with no chunk to do. Cache: the cache's
 // element type (cache_elements.cuh), which also sets the dimensions a lane holds (slot_dim).
+// Everything it reads is an earlier kernel's, so it waits for the previous kernel first
+// (dependent_launch.cuh), in the blocks with no chunk too.
 template <typename Cache>
 __global__ void split_attention_kernel(ChunkPartials partials, const float* q, const Cache* k,
                                        const Cache* v, int n_positions, const int32_t* position,
                                        int max_chunks, int n_heads, int n_kv_heads, int head_dim) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
     if (position) n_positions = *position + 1;
     const ChunkLayout layout = chunk_layout(n_positions, max_chunks);
     if (int(blockIdx.x) >= layout.n_chunks) return;
@@ -187,12 +192,15 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
 }
 
 // One block per query head. Its 4 warps take every 4th chunk, lanes the head's dimensions,
-// so the chunks' rows are read coalesced and 4 at a time; then the warps' sums are added.
+// so the chunks' rows are read coalesced and 4 at a time; then the warps' sums are added. It
+// waits for the split first, as split_attention_kernel does for the kernel before it.
 // With out_q8.q, the head's outputs are also written rounded to 8 bits, the input of a
 // block-type Wo (warp w quantizes outputs 32w .. 32w + 31; head_dim must be a multiple of 32).
 __global__ void merge_chunks_kernel(float* out, ChunkPartials partials, int n_positions,
                                     const int32_t* position, int max_chunks, int n_heads,
                                     int head_dim, Q8Vector out_q8) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
     if (position) n_positions = *position + 1;
     const int n_chunks = chunk_layout(n_positions, max_chunks).n_chunks;
     // BEGIN SOLUTION step09 merge_chunks_kernel
@@ -282,14 +290,14 @@ void split_attention(float* out, const float* q, const void* k, const void* v, i
     const ChunkPartials partials = chunk_partials(n_chunks, n_heads, head_dim);
     with_cache_type(cache_type, [&](auto tag) {
         using Cache = typename decltype(tag)::type;
-        split_attention_kernel<<<dim3(n_chunks, n_kv_heads), kDecodeWarps * kWarpSize>>>(
-            partials, q, static_cast<const Cache*>(k), static_cast<const Cache*>(v), n_positions,
-            nullptr, max_chunks, n_heads, n_kv_heads, head_dim);
+        launch_kernel("split_attention_kernel", split_attention_kernel<Cache>,
+                      dim3(n_chunks, n_kv_heads), kDecodeWarps * kWarpSize, nullptr, partials, q,
+                      static_cast<const Cache*>(k), static_cast<const Cache*>(v), n_positions,
+                      nullptr, max_chunks, n_heads, n_kv_heads, head_dim);
     });
-    check_launch("split_attention_kernel");
-    merge_chunks_kernel<<<n_heads, kDecodeWarps * kWarpSize>>>(
-        out, partials, n_positions, nullptr, max_chunks, n_heads, head_dim, Q8Vector{});
-    check_launch("merge_chunks_kernel");
+    launch_kernel("merge_chunks_kernel", merge_chunks_kernel, n_heads, kDecodeWarps * kWarpSize,
+                  nullptr, out, partials, n_positions, nullptr, max_chunks, n_heads, head_dim,
+                  Q8Vector{});
 }
 
 // The grid is sized for the longest context: at most max_decode_chunks() chunks, and never
@@ -318,15 +326,15 @@ void decode_attention(float* out, const float* q, const void* k_cache, const voi
     const int32_t* position = &slots->position;
     with_cache_type(cache_type, [&](auto tag) {
         using Cache = typename decltype(tag)::type;
-        split_attention_kernel<<<dim3(grid_chunks, heads.n_kv_heads), kDecodeWarps * kWarpSize, 0,
-                                 stream>>>(
-            partials, q, static_cast<const Cache*>(k_cache), static_cast<const Cache*>(v_cache), 0,
-            position, max_chunks, heads.n_heads, heads.n_kv_heads, heads.head_dim);
+        launch_kernel("split_attention_kernel", split_attention_kernel<Cache>,
+                      dim3(grid_chunks, heads.n_kv_heads), kDecodeWarps * kWarpSize, stream,
+                      partials, q, static_cast<const Cache*>(k_cache),
+                      static_cast<const Cache*>(v_cache), 0, position, max_chunks, heads.n_heads,
+                      heads.n_kv_heads, heads.head_dim);
     });
-    check_launch("split_attention_kernel");
-    merge_chunks_kernel<<<heads.n_heads, kDecodeWarps * kWarpSize, 0, stream>>>(
-        out, partials, 0, position, max_chunks, heads.n_heads, heads.head_dim, out_q8);
-    check_launch("merge_chunks_kernel");
+    launch_kernel("merge_chunks_kernel", merge_chunks_kernel, heads.n_heads,
+                  kDecodeWarps * kWarpSize, stream, out, partials, 0, position, max_chunks,
+                  heads.n_heads, heads.head_dim, out_q8);
 }
 
 }  // namespace gpu

@@ -19,6 +19,11 @@
 // W with x * g at once (x comes from L1, as in matvec.cu) and works out 1/rms itself, a block
 // sum of x's squares: x is a few KB, read by every block from the L2 cache, and the weight
 // loads do not wait for it.
+//
+// Each kernel is a dependent launch (dependent_launch.cuh): it may start while the kernel
+// before it is finishing. The products wait for that kernel once their first weight loads are
+// on their way (normed_dot_2rows, dot_rows_q8), and every thread waits again before it reads
+// the slots or writes anything (wait_for_previous_kernel, a no-op once it has returned).
 #include <algorithm>
 
 #include <cuda_bf16.h>
@@ -26,6 +31,7 @@
 
 #include "cache_elements.cuh"
 #include "cuda_check.h"
+#include "dependent_launch.cuh"
 #include "ops_cuda.h"
 #include "quant_blocks_cuda.cuh"
 #include "reduce.cuh"
@@ -77,6 +83,8 @@ __device__ float2 normed_dot_2rows(const Weight* row_a, const Weight* row_b, con
                 if (p < n_pieces)
                     batch_a[j] = load_piece(row_a, p), batch_b[j] = load_piece(row_b, p);
             }
+            wait_for_previous_kernel();  // x is the earlier kernels'
+            allow_next_kernel();
 #pragma unroll
             for (int j = 0; j < kBatch; j++) {
                 const int p = first + j * kWarpSize;
@@ -86,6 +94,8 @@ __device__ float2 normed_dot_2rows(const Weight* row_a, const Weight* row_b, con
             }
         }
     } else {
+        wait_for_previous_kernel();
+        allow_next_kernel();
         for (int i = lane; i < dim; i += kWarpSize) {
             const float xg = x[i] * g[i];
             sum_a += weight_at(row_a, i) * xg;
@@ -95,10 +105,13 @@ __device__ float2 normed_dot_2rows(const Weight* row_a, const Weight* row_b, con
     return make_float2(warp_sum(sum_a), warp_sum(sum_b));
 }
 
-// 1 / rms(x) for the block, in every thread; every thread of the block must call it. A block
-// type's products are taken with the normalized x (x_q8), and need no scale: 1.
+// 1 / rms(x) for the block, in every thread; every thread of the block must call it. It reads
+// x, the previous kernel's: it waits for that kernel first. A block type's products are taken
+// with the normalized x (x_q8), and need no scale: 1.
 __device__ float block_inv_rms(const float* x, int dim, float eps) {
     __shared__ float warp_sums[kMatvecWarps];
+    wait_for_previous_kernel();
+    allow_next_kernel();
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     float sum = 0.0f;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) sum += x[i] * x[i];
@@ -132,20 +145,19 @@ __global__ void qkv_rope_cache_kernel(float* q, Cache* k_cache, Cache* v_cache, 
     const int head_dim = heads.head_dim, half = head_dim / 2;
     const int kv_dim = heads.n_kv_heads * head_dim;
     const int q_pairs = heads.n_heads * half, kv_pairs = heads.n_kv_heads * half;
-    const int position = slots->position;
     int pair = first_pair + blockIdx.x * kMatvecWarps + warp;
     const bool active = pair < end_pair;
-    // Which matrix the pair is in, and where its two values go.
+    // Which matrix the pair is in, and where its two values go (K's and V's to the cache row of
+    // the position, read once the kernel has waited for the previous one).
     const float* bias = q_bias;
-    float* out = q;
-    Cache* cache_row = nullptr;  // K's or V's row of the position, where the pair goes instead
-    int matrix = 0;              // Q, K, V
+    Cache* cache = nullptr;  // K's or V's cache, where the pair goes instead of q
+    int matrix = 0;          // Q, K, V
     if (pair >= q_pairs) {
         pair -= q_pairs;
-        bias = k_bias, cache_row = k_cache + int64_t(position) * kv_dim, matrix = 1;
+        bias = k_bias, cache = k_cache, matrix = 1;
         if (pair >= kv_pairs) {
             pair -= kv_pairs;
-            bias = v_bias, cache_row = v_cache + int64_t(position) * kv_dim, matrix = 2;
+            bias = v_bias, cache = v_cache, matrix = 2;
         }
     }
     const int i = pair % half;  // the pair's place in its head
@@ -163,10 +175,13 @@ __global__ void qkv_rope_cache_kernel(float* q, Cache* k_cache, Cache* v_cache, 
     // every warp, active or not; a float product's sums are scaled by it
     const bool all_blocks = kIsBlockType<WeightQK> && kIsBlockType<WeightV>;
     const float inv_rms = all_blocks ? 1.0f : block_inv_rms(x, d_model, eps);
+    wait_for_previous_kernel();  // every thread, also those with no pair
+    allow_next_kernel();
     if (!active) return;
     const bool blocks = matrix == 2 ? kIsBlockType<WeightV> : kIsBlockType<WeightQK>;
     if (!blocks) sums = make_float2(sums.x * inv_rms, sums.y * inv_rms);
     if (lane != 0) return;
+    const int position = slots->position;
     float a = sums.x + bias[row_a], b = sums.y + bias[row_b];
     if (matrix < 2) {  // the angle as rope_kernel computes it, in double
         const double angle = double(position) * pow(double(rope_base), -2.0 * i / head_dim);
@@ -175,12 +190,12 @@ __global__ void qkv_rope_cache_kernel(float* q, Cache* k_cache, Cache* v_cache, 
         a = first * c - second * s;
         b = second * c + first * s;
     }
-    if (cache_row) {
-        store(cache_row, row_a, a);
-        store(cache_row, row_b, b);
+    if (cache) {
+        store(cache + int64_t(position) * kv_dim, row_a, a);
+        store(cache + int64_t(position) * kv_dim, row_b, b);
     } else {
-        out[row_a] = a;
-        out[row_b] = b;
+        q[row_a] = a;
+        q[row_b] = b;
     }
     // END SOLUTION
 }
@@ -221,14 +236,15 @@ void qkv_rope_cache(float* q, void* k_cache, void* v_cache, CacheType cache_type
                                         pieces_fit<WeightV>(d_model, w.v, x, norm_weight);
                 with_cache_type(cache_type, [&](auto cache_tag) {
                     using Cache = typename decltype(cache_tag)::type;
-                    qkv_rope_cache_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
-                        q, static_cast<Cache*>(k_cache), static_cast<Cache*>(v_cache), x,
-                        norm_weight, eps, static_cast<const WeightQK*>(w.q),
-                        static_cast<const WeightQK*>(w.k), static_cast<const WeightV*>(w.v),
-                        w.q_bias, w.k_bias, w.v_bias, d_model, heads, rope_base, slots, first, end,
-                        vectorized, x_q8);
+                    launch_kernel("qkv_rope_cache_kernel",
+                                  qkv_rope_cache_kernel<WeightQK, WeightV, Cache>, blocks,
+                                  kMatvecWarps * kWarpSize, stream, q,
+                                  static_cast<Cache*>(k_cache), static_cast<Cache*>(v_cache), x,
+                                  norm_weight, eps, static_cast<const WeightQK*>(w.q),
+                                  static_cast<const WeightQK*>(w.k),
+                                  static_cast<const WeightV*>(w.v), w.q_bias, w.k_bias, w.v_bias,
+                                  d_model, heads, rope_base, slots, first, end, vectorized, x_q8);
                 });
-                check_launch("qkv_rope_cache_kernel");
             });
         });
         return launched;
@@ -262,6 +278,8 @@ __global__ void gate_up_swiglu_kernel(float* out, const float* x, const float* n
         sums = normed_dot_2rows(row_start(w_gate, row, d_model), row_start(w_up, row, d_model), x,
                                 norm_weight, d_model, vectorized, x_q8);
     const float inv_rms = kIsBlockType<Weight> ? 1.0f : block_inv_rms(x, d_model, eps);
+    wait_for_previous_kernel();  // every thread, also those with no row
+    allow_next_kernel();
     if (row < d_ff && lane == 0) {
         const float gate = sums.x * inv_rms, up = sums.y * inv_rms;
         out[row] = gate / (1.0f + expf(-gate)) * up;  // swiglu_kernel's formula
@@ -287,11 +305,11 @@ void gate_up_swiglu(float* out, const float* x, const float* norm_weight, float 
                                 pieces_fit<Weight>(d_model, w_up, x, norm_weight);
         if (kIsBlockType<Weight> && !x_q8_written)
             quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
-        gate_up_swiglu_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
-            out, x, norm_weight, eps, static_cast<const Weight*>(w_gate),
-            static_cast<const Weight*>(w_up), d_model, d_ff, vectorized, x_q8, out_q8, group_done);
+        launch_kernel("gate_up_swiglu_kernel", gate_up_swiglu_kernel<Weight>, blocks,
+                      kMatvecWarps * kWarpSize, stream, out, x, norm_weight, eps,
+                      static_cast<const Weight*>(w_gate), static_cast<const Weight*>(w_up), d_model,
+                      d_ff, vectorized, x_q8, out_q8, group_done);
     });
-    check_launch("gate_up_swiglu_kernel");
 }
 
 // ---- lm_head_argmax: the final rmsnorm, the LM head and argmax ----
@@ -328,6 +346,8 @@ __global__ void lm_head_argmax_kernel(float* logits, Candidate* block_winners, c
         best = better(best, Candidate{logit, int(row)});
         best = better(best, Candidate{other_logit, int(other)});
     }
+    wait_for_previous_kernel();  // every thread, also those with no row
+    allow_next_kernel();
     if (lane == 0) warp_winners[warp] = best;
     __syncthreads();
     if (threadIdx.x != 0) return;  // lane 0 of warp 0, which holds warp 0's winner
@@ -338,6 +358,8 @@ __global__ void lm_head_argmax_kernel(float* logits, Candidate* block_winners, c
 // The best of the blocks' winners becomes the next step's token, at the next position.
 __global__ void pick_next_token_kernel(DecodeSlots* slots, const Candidate* block_winners,
                                        int n_blocks, const float* logits, int n_vocab) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
     const Candidate best = block_best(nullptr, block_winners, n_blocks, threadIdx.x, blockDim.x);
     if (threadIdx.x != 0) return;
     slots->token = isnan(logits[0]) || best.index >= n_vocab ? 0 : best.index;  // as argmax()
@@ -358,14 +380,12 @@ void lm_head_argmax(float* logits, void* scratch, const float* x, const float* n
         const bool vectorized = pieces_fit<Weight>(d_model, w, x, norm_weight);
         if (kIsBlockType<Weight> && !x_q8_written)
             quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
-        lm_head_argmax_kernel<<<n_blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
-            logits, winners, x, norm_weight, eps, static_cast<const Weight*>(w), d_model, n_vocab,
-            vectorized, x_q8);
+        launch_kernel("lm_head_argmax_kernel", lm_head_argmax_kernel<Weight>, n_blocks,
+                      kMatvecWarps * kWarpSize, stream, logits, winners, x, norm_weight, eps,
+                      static_cast<const Weight*>(w), d_model, n_vocab, vectorized, x_q8);
     });
-    check_launch("lm_head_argmax_kernel");
-    pick_next_token_kernel<<<1, kArgmaxThreads, 0, stream>>>(slots, winners, n_blocks, logits,
-                                                             n_vocab);
-    check_launch("pick_next_token_kernel");
+    launch_kernel("pick_next_token_kernel", pick_next_token_kernel, 1, kArgmaxThreads, stream,
+                  slots, winners, n_blocks, logits, n_vocab);
 }
 
 }  // namespace gpu

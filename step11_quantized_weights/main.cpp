@@ -27,6 +27,7 @@
 #include "chat_template.h"
 #include "cli.h"
 #include "cuda_device.h"
+#include "cuda_graph.h"
 #include "device_kv_cache.h"
 #include "device_weights.h"
 #include "error.h"
@@ -89,6 +90,7 @@ struct Options {
     std::string device;            // "cuda", "cpu", or "": cuda when there is a GPU
     bool check = false;            // --check: GPU and CPU side by side
     bool use_graph = true;         // --no-graph: false
+    bool use_pdl = true;           // --no-pdl: false (on only where the GPU supports it)
     std::string perplexity_path;   // --perplexity FILE; empty: generate
     bool int8_activations = true;  // --f32-activations: false
     CacheType cache_type = CacheType::F16;  // --cache-type: the GPU's KV cache
@@ -146,6 +148,11 @@ static std::vector<Flag> flag_table(Options& o) {
          "launch each new token's kernels one by one instead of\n"
          "replaying them as one CUDA graph (the same kernels)",
          [&o](const char*) { o.use_graph = false; }},
+        {"--no-pdl", nullptr,
+         "launch each new token's kernels without programmatic\n"
+         "dependent launch: each starts only once the one before\n"
+         "it has finished (the same kernels, the same results)",
+         [&o](const char*) { o.use_pdl = false; }},
         {"--perplexity", "FILE",
          "no generation: the perplexity of FILE's tokens (up to -c)\n"
          "as one sequence, each predicted from those before it",
@@ -512,14 +519,21 @@ struct Runner {
     }
 
     // The GPU's decoder: each new token's fused kernels, replayed as one CUDA graph (launched one
-    // by one with --no-graph).
+    // by one with --no-graph), each kernel starting while the one before it finishes where the GPU
+    // can (not with --no-pdl).
     void start_decoder() {
+        set_dependent_launch(options.use_pdl);  // before the Decoder captures its graph
         gpu_decoder =
             std::make_unique<gpu::Decoder>(config, device_weights, device_cache, options.use_graph);
+        const char* pdl = dependent_launch_enabled() ? "with programmatic dependent launch"
+                          : options.use_pdl ? "without programmatic dependent launch (the GPU is "
+                                              "older than compute capability 9.0)"
+                                            : "without programmatic dependent launch (--no-pdl)";
         std::fprintf(
-            stderr, "decode: %d kernels per token, %s\n",
+            stderr, "decode: %d kernels per token, %s, %s\n",
             gpu::kernels_per_decode_step(config, device_weights),
-            options.use_graph ? "replayed as one CUDA graph" : "launched one by one (--no-graph)");
+            options.use_graph ? "replayed as one CUDA graph" : "launched one by one (--no-graph)",
+            pdl);
     }
 
     // --perplexity: every position's logits of a chunk of new tokens, on the model's device.

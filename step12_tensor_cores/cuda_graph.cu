@@ -13,6 +13,21 @@ GpuStream::~GpuStream() {
 
 void GpuStream::synchronize() const { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
+static bool dependent_launch_wanted = true;  // set_dependent_launch()
+
+void set_dependent_launch(bool on) { dependent_launch_wanted = on; }
+
+bool dependent_launch_enabled() {
+    if (!dependent_launch_wanted) return false;
+    static const bool supported = [] {
+        int device = 0, major = 0;
+        CUDA_CHECK(cudaGetDevice(&device));
+        CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+        return major >= 9;
+    }();
+    return supported;
+}
+
 void copy_to_device_async(void* device_dst, const void* host_src, size_t bytes,
                           CUstream_st* stream) {
     if (bytes > 0)

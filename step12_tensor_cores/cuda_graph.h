@@ -33,6 +33,13 @@ private:
     CUstream_st* stream_ = nullptr;
 };
 
+// Programmatic dependent launch (dependent_launch.cuh): whether the decode step's kernels are
+// launched so that each may start while the one before it is finishing. On by default where the
+// device has compute capability 9.0 or later, and never on an older one; --no-pdl turns it off.
+// A graph keeps the launches it was captured with: set it before the Decoder's first token.
+void set_dependent_launch(bool on);
+bool dependent_launch_enabled();  // on, and the current device supports it
+
 // Queued on `stream`; the host memory must stay valid until the stream has passed the copy.
 void copy_to_device_async(void* device_dst, const void* host_src, size_t bytes,
                           CUstream_st* stream);

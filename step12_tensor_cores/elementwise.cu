@@ -10,6 +10,7 @@
 
 #include "cache_elements.cuh"
 #include "cuda_check.h"
+#include "dependent_launch.cuh"
 #include "ggml_types.h"
 #include "ops_cuda.h"
 #include "weight_pieces.cuh"
@@ -27,9 +28,13 @@ __device__ int64_t thread_index() { return int64_t(blockIdx.x) * blockDim.x + th
 
 // ---- embedding: one thread per output element out[t][i] ----
 
+// The first kernel of a decode step: the id is the one the step before chose, so it waits
+// before anything (dependent_launch.cuh).
 template <typename Weight>
 __global__ void embedding_kernel(float* out, const Weight* table, const int32_t* ids, int n_tokens,
                                  int dim) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
     int64_t index = thread_index();
     if (index >= int64_t(n_tokens) * dim) return;
     int64_t t = index / dim;
@@ -44,10 +49,9 @@ void embedding(float* out, const void* table, uint32_t table_type, const int32_t
     unsigned blocks = blocks_for(n_threads);
     with_weight_type(table_type, "embedding", [&](auto tag) {
         using Weight = typename decltype(tag)::type;
-        embedding_kernel<<<blocks, kBlockSize, 0, stream>>>(out, static_cast<const Weight*>(table),
-                                                            ids, n_tokens, dim);
+        launch_kernel("embedding_kernel", embedding_kernel<Weight>, blocks, kBlockSize, stream, out,
+                      static_cast<const Weight*>(table), ids, n_tokens, dim);
     });
-    check_launch("embedding_kernel");
 }
 
 // ---- add_bias: one thread per element x[t][i] ----

@@ -3,7 +3,8 @@
 // product to out (the residual add, fused into the product).
 // A block matrix's product can also take x rounded to 8 bits (x_q8), as the CPU's does; the
 // block product that completes the residual stream can round its normalized value for the next.
-// Written in step 9; last changed in step 11 (weights of any type, 8-bit activations).
+// Written in step 9; last changed in step 11 (weights of any type, 8-bit activations, the next
+// product's 8-bit input in the last block).
 //
 // Decode multiplies each weight matrix by one vector, so it is a read of W and little else:
 // 2 bytes per F16 weight for 2 floating-point operations. Its speed is the speed at which W
@@ -29,6 +30,7 @@
 #include <cuda_fp16.h>
 
 #include "cuda_check.h"
+#include "dependent_launch.cuh"
 #include "ops_cuda.h"
 #include "reduce.cuh"
 #include "weight_pieces.cuh"
@@ -88,6 +90,10 @@ __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int i
                 for (int j = 0; j < kBatch; j++)
                     if (first + j * stride < n_pieces)
                         batch[j] = load_piece(w_row, first + j * stride);
+                // x is the earlier kernels': the first batch waits for them with its weight
+                // loads in flight; later batches pass at once (dependent_launch.cuh).
+                wait_for_previous_kernel();
+                allow_next_kernel();
 #pragma unroll
                 for (int j = 0; j < kBatch; j++) {
                     const int p = first + j * stride;
@@ -95,10 +101,14 @@ __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int i
                 }
             }
         } else {
+            wait_for_previous_kernel();
+            allow_next_kernel();
             for (int i = first_lane + lane; i < in_dim; i += stride)
                 sum += weight_at(w_row, i) * x[i];
         }
     }
+    wait_for_previous_kernel();  // every thread, also those with no row or no piece to load
+    allow_next_kernel();
     sum = warp_sum(sum);
     if (warps_per_row == 1) {
         if (row < out_dim && lane == 0) out[row] = accumulate ? out[row] + sum : sum;
@@ -124,10 +134,9 @@ static void launch_matvec(float* out, const float* x, const Weight* w, int in_di
     const int warps_per_row = in_dim >= kWeightsToSplitRow ? kMatvecWarps : 1;
     const int rows_per_block = kMatvecWarps / warps_per_row;
     const unsigned blocks = unsigned((int64_t(out_dim) + rows_per_block - 1) / rows_per_block);
-    matvec_kernel<<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(
-        out, x, w, in_dim, out_dim, warps_per_row, vectorized, accumulate, x_q8,
-        next ? *next : NormedQ8{});
-    check_launch("matvec_kernel");
+    launch_kernel("matvec_kernel", matvec_kernel<Weight>, blocks, kMatvecWarps * kWarpSize, stream,
+                  out, x, w, in_dim, out_dim, warps_per_row, vectorized, accumulate, x_q8,
+                  next ? *next : NormedQ8{});
 }
 
 void matvec(float* out, const float* x, const void* w, uint32_t w_type, int in_dim,

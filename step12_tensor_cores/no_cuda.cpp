@@ -52,6 +52,8 @@ void copy_to_device_async(void*, const void*, size_t bytes, CUstream_st*) {
 void copy_to_host_async(void*, const void*, size_t bytes, CUstream_st*) {
     if (bytes > 0) no_gpu_code();
 }
+void set_dependent_launch(bool) {}
+bool dependent_launch_enabled() { return false; }
 CudaGraph::~CudaGraph() {}
 void CudaGraph::capture(CUstream_st*, const std::function<void()>&) { no_gpu_code(); }
 void CudaGraph::replay(CUstream_st*) const { no_gpu_code(); }

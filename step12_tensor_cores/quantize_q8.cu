@@ -10,6 +10,7 @@
 // The decode step launches it once a token, after the embedding: every later input is rounded
 // by the kernel that produces it.
 #include "cuda_check.h"
+#include "dependent_launch.cuh"
 #include "ops_cuda.h"
 #include "quant_blocks_cuda.cuh"
 #include "reduce.cuh"
@@ -20,6 +21,8 @@ constexpr int kQuantizeWarps = 8;
 
 __global__ void quantize_q8_kernel(Q8Vector out, const float* x, const float* norm_weight,
                                    float eps, int n) {
+    wait_for_previous_kernel();  // x is the previous kernel's (dependent_launch.cuh)
+    allow_next_kernel();
     quantize_blocks(out, x, norm_weight, eps, n, blockIdx.x * kQuantizeWarps,
                     gridDim.x * kQuantizeWarps);
 }
@@ -29,9 +32,9 @@ void quantize_q8(Q8Vector out, const float* x, const float* norm_weight, float e
     if (n % kQ8BlockSize != 0) fail("gpu::quantize_q8 of %d values: not whole blocks of 32", n);
     const int n_blocks = n / kQ8BlockSize;
     if (n_blocks == 0) return;
-    quantize_q8_kernel<<<(n_blocks + kQuantizeWarps - 1) / kQuantizeWarps,
-                         kQuantizeWarps * kWarpSize, 0, stream>>>(out, x, norm_weight, eps, n);
-    check_launch("quantize_q8_kernel");
+    launch_kernel("quantize_q8_kernel", quantize_q8_kernel,
+                  (n_blocks + kQuantizeWarps - 1) / kQuantizeWarps, kQuantizeWarps * kWarpSize,
+                  stream, out, x, norm_weight, eps, n);
 }
 
 }  // namespace gpu

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "dependent_launch.cuh"
 #include "error.h"
 #include "ggml_types.h"
 #include "quant_blocks_cuda.cuh"
@@ -147,7 +148,9 @@ constexpr int kSliceBatch = 4;
 
 // Each lane's share of the dot products of kRows block rows (row[r], `dim` weights each) with
 // x_q8: the slices first, first + stride, ... of every row, their loads interleaved so that
-// all of them are in flight at once. The caller adds the lanes' shares (warp_sum).
+// all of them are in flight at once. The caller adds the lanes' shares (warp_sum). x_q8 is an
+// earlier kernel's: the first batch waits for that kernel with its weight loads in flight
+// (dependent_launch.cuh); the caller waits too, for the lanes with no slice.
 template <typename Block, int kRows>
 __device__ void dot_rows_q8(const Block* const (&row)[kRows], Q8Vector x_q8, int dim, int first,
                             int stride, float (&sums)[kRows]) {
@@ -161,6 +164,8 @@ __device__ void dot_rows_q8(const Block* const (&row)[kRows], Q8Vector x_q8, int
 #pragma unroll
             for (int r = 0; r < kRows; r++)
                 if (s0 + j * stride < n_slices) batch[r][j] = load_slice(row[r], s0 + j * stride);
+        wait_for_previous_kernel();
+        allow_next_kernel();
 #pragma unroll
         for (int j = 0; j < kSliceBatch; j++)
 #pragma unroll

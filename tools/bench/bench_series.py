@@ -59,9 +59,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 # The steps that generate text: step05 (the first) to the last one there is.
 STEPS = sorted(p.name[:6] for p in REPO.glob("step[0-9][0-9]_*") if int(p.name[4:6]) >= 5)
-# From step10 on a step also runs with --no-graph: the same kernels, launched one by one.
+# From step10 on a step also runs with --no-graph: the same kernels, launched one by one; and
+# with --no-pdl: the same graph, each kernel starting only once the one before it has finished
+# (asked for by name, not run by default).
 NO_GRAPH = [f"{step}-no-graph" for step in STEPS if step >= "step10"]
-ENGINES = STEPS + NO_GRAPH + ["transformers", "llama.cpp"]
+NO_PDL = [f"{step}-no-pdl" for step in STEPS if step >= "step10"]
+VARIANTS = NO_GRAPH + NO_PDL  # a step run with a flag
+ENGINES = STEPS + VARIANTS + ["transformers", "llama.cpp"]
 SIZES = ["0.5b", "1.5b", "7b"]
 
 # ----------------------------------------------------------------------------------------------
@@ -300,6 +304,8 @@ def step_command(engine, model, args, n_new):
         cmd += ["--temp", "0"]  # greedy, as the steps before the sampler
     if engine.endswith("-no-graph"):
         cmd.append("--no-graph")
+    if engine.endswith("-no-pdl"):
+        cmd.append("--no-pdl")
     return cmd
 
 
@@ -533,7 +539,7 @@ def bench_model(model, size, args, clock, copies, machine, build_failures, skips
     report.table_row(["---"] * len(COLUMNS))
     for engine in args.engines:
         device = "cpu" if engine == "step05" else args.device
-        reason = skip_reason(skips, engine, size, model) or build_failures.get(engine[:6] if engine in NO_GRAPH else engine)
+        reason = skip_reason(skips, engine, size, model) or build_failures.get(engine[:6] if engine in VARIANTS else engine)
         if reason is None and clock.limit(args.timeout) < 10:
             reason = f"not run: the --budget of {args.budget:.0f} s is spent"
         if reason is None and engine == "transformers" and "step04" in build_failures:
@@ -541,7 +547,7 @@ def bench_model(model, size, args, clock, copies, machine, build_failures, skips
         if reason:
             rows = [Row(engine if engine != "transformers" else f"transformers {d}", device, reason)
                     for d in (args.hf_dtypes.split(",") if engine == "transformers" else [None])]
-        elif engine in STEPS or engine in NO_GRAPH:
+        elif engine in STEPS or engine in VARIANTS:
             rows = run_step(engine, model, summary, args, clock, args.log_dir)
         elif engine == "llama.cpp":
             rows = run_llama_bench(model, summary, args, clock, args.log_dir)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """One decode token, kernel by kernel: how long each kernel runs and how much of the token's time
-is gaps between them. For each engine (a step, or step10-no-graph):
+is gaps between them. For each engine (a step, or step10-no-graph, step10-no-pdl):
 
   1. the engine's own run, greedy, prompt tools/bench/bench_prompt.txt (512 tokens), -n 64: ms/token;
   2. the same run under Nsight Compute (ncu), timing every kernel of the second decode token alone
@@ -44,7 +44,8 @@ def kernels_per_token(engine, n_layers):
 def command(engine, model, n_new):
     cmd = [str(REPO / engine[:6]), str(model), "-f", str(REPO / "tools" / "bench" / "bench_prompt.txt"),
            "-n", str(n_new), "--temp", "0", "--device", "cuda"]
-    return cmd + (["--no-graph"] if engine.endswith("-no-graph") else [])
+    return cmd + (["--no-graph"] if engine.endswith("-no-graph") else []) + \
+        (["--no-pdl"] if engine.endswith("-no-pdl") else [])
 
 
 def profile(engine, model, n_layers, ncu):

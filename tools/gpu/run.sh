@@ -203,7 +203,7 @@ kernels_tensor_cores() {  # NN: the step's GEMM and attention kernels next to cu
 # ---- speed records ----
 
 engine_steps() {  # the steps an ENGINES list runs
-    echo "$1" | tr , '\n' | grep '^step' | sed 's/-no-graph$//' | sort -u
+    echo "$1" | tr , '\n' | grep '^step' | sed -E 's/-no-(graph|pdl)$//' | sort -u
 }
 
 engines_here() {  # ENGINES less llama.cpp when LLAMA_BENCH is not set
