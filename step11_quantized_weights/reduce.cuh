@@ -40,6 +40,10 @@ __device__ inline void quantize_in_warp(float h, Q8Vector out, int b) {
     if (lane == 0) out.d[b] = d;
 }
 
+// Values a thread loads before it uses the first, in the reductions below that run in one
+// block of a grid: their loads come from L2, and one at a time they would wait for each other.
+constexpr int kTailBatch = 8;
+
 // 1 / rms(x) as the CPU's rmsnorm computes it: the sum of squares in double, in every thread
 // of the block (of at most 32 warps), each of which must call it. x is read from L2 (__ldcg),
 // so values another block has just written are seen.
@@ -48,9 +52,15 @@ __device__ inline float block_inv_rms_double(const float* x, int n, float eps) {
     __shared__ double total;
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     double sum = 0.0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const double value = __ldcg(x + i);
-        sum += value * value;
+    for (int first = threadIdx.x; first < n; first += kTailBatch * blockDim.x) {
+        float values[kTailBatch];
+#pragma unroll
+        for (int j = 0; j < kTailBatch; j++) {
+            const int i = first + j * blockDim.x;
+            values[j] = i < n ? __ldcg(x + i) : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < kTailBatch; j++) sum += double(values[j]) * values[j];
     }
     for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
         sum += __shfl_xor_sync(kFullWarp, sum, offset);
@@ -71,9 +81,19 @@ __device__ inline void quantize_blocks(Q8Vector out, const float* x, const float
                                        int n, int first, int stride) {
     const float inv_rms = g ? block_inv_rms_double(x, n, eps) : 1.0f;
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-    for (int b = first + warp; b < n / kQ8BlockSize; b += stride) {
-        const int i = b * kQ8BlockSize + lane;
-        quantize_in_warp(g ? __ldcg(x + i) * inv_rms * g[i] : __ldcg(x + i), out, b);
+    const int n_blocks = n / kQ8BlockSize;
+    for (int b0 = first + warp; b0 < n_blocks; b0 += kTailBatch * stride) {
+        float h[kTailBatch];  // the lane's value of each block, all loaded first
+#pragma unroll
+        for (int j = 0; j < kTailBatch; j++) {
+            const int i = (b0 + j * stride) * kQ8BlockSize + lane;
+            h[j] = b0 + j * stride >= n_blocks ? 0.0f
+                   : g                         ? __ldcg(x + i) * inv_rms * g[i]
+                                               : __ldcg(x + i);
+        }
+#pragma unroll
+        for (int j = 0; j < kTailBatch; j++)
+            if (b0 + j * stride < n_blocks) quantize_in_warp(h[j], out, b0 + j * stride);
     }
 }
 
