@@ -27,6 +27,16 @@ namespace {
 // issue's bound for the GPU, 1e-3, is far above that and far below any wrong position.
 const Tolerance kCachedAgainstRecomputed = {1e-3, 0.0};
 
+// With an F16 cache the passes still compute each key and value in their own float order (a
+// pass of one token multiplies in matvec_kernel, a longer one in the tiled GEMM): values that
+// differ by a float rounding and lie that close to the middle between two halves round to
+// neighbouring halves, 2^-11 of the value apart (up to ~1e-3 for the tiny model's keys and
+// values of order 2). One such value moves a head's attention output by its weight times that,
+// and the layers after it pass the move on to the logits. Measured on the H200 (2026-12-03):
+// 16 of 69,115 logits moved by more than 1e-3, the largest by 1.3e-3. 4e-3 leaves 3x room over
+// that and stays far below a wrong position or pass (moves of 0.1 and more).
+const Tolerance kCachedF16AgainstRecomputed = {4e-3, 0.0};
+
 // The logits of every position of `ids` on the GPU, running the positions in passes of the
 // given sizes (which add up to ids.size()) on one cache of cache_type.
 std::vector<float> gpu_logits_in_passes(const LoadedModel& model, const DeviceWeights& weights,
@@ -58,9 +68,8 @@ TEST_CASE("GPU: prefill in one pass, in chunks, and token by token give the same
     std::vector<int32_t> ids;
     for (int i = 0; i < 23; i++) ids.push_back((i * 331 + 17) % 3000);
     std::vector<int> one_by_one(23, 1);
-    // Step 11: an F16 cache too. Every pass reads the same rounded keys and values, whichever
-    // pass wrote them; a product's float order can move a value across a rounding boundary of
-    // a half, 2^-10 of it, whose effect on the logits stays far below 1e-3.
+    // Step 11: an F16 cache too, whose keys and values the passes can round to neighbouring
+    // halves (kCachedF16AgainstRecomputed).
     for (CacheType cache_type : {CacheType::F32, CacheType::F16}) {
         CAPTURE(int(cache_type));
         std::vector<float> one_pass = gpu_logits_in_passes(model, weights, ids, {23}, cache_type);
@@ -68,7 +77,9 @@ TEST_CASE("GPU: prefill in one pass, in chunks, and token by token give the same
              {std::vector<int>{5, 7, 11}, std::vector<int>{1, 21, 1}, one_by_one}) {
             CAPTURE(passes.size());
             check_close(gpu_logits_in_passes(model, weights, ids, passes, cache_type), one_pass,
-                        kCachedAgainstRecomputed, model.weights.n_vocab);
+                        cache_type == CacheType::F16 ? kCachedF16AgainstRecomputed
+                                                     : kCachedAgainstRecomputed,
+                        model.weights.n_vocab);
         }
     }
 }
