@@ -142,8 +142,9 @@ constexpr int kLoadBatchOf = kBlockWeights<Weight> == 1 ? kLoadBatch : kBlockBat
 
 // ---- block rows times 8-bit activations, a slice of 32 weights a lane ----
 
-// Slices a lane loads before it multiplies the first: enough bytes in flight per lane for the
-// memory's latency, within the registers that keep a multiprocessor's warps resident.
+// Slices a lane loads before it multiplies the first, over all the rows it reads at once:
+// enough bytes in flight per lane for the memory's latency, within the registers that keep a
+// multiprocessor's warps resident.
 constexpr int kSliceBatch = 4;
 
 // Each lane's share of the dot products of kRows block rows (row[r], `dim` weights each) with
@@ -155,19 +156,21 @@ template <typename Block, int kRows>
 __device__ void dot_rows_q8(const Block* const (&row)[kRows], Q8Vector x_q8, int dim, int first,
                             int stride, float (&sums)[kRows]) {
     static_assert(kIsBlockType<Block>, "slices are a block type's");
+    constexpr int kBatch = kSliceBatch / kRows;  // each row's slices in flight
+    static_assert(kBatch >= 1, "every row has a slice in flight");
     const int n_slices = dim / kQ8BlockSize;
     for (int r = 0; r < kRows; r++) sums[r] = 0.0f;
-    for (int s0 = first; s0 < n_slices; s0 += kSliceBatch * stride) {
-        decltype(load_slice(row[0], 0)) batch[kRows][kSliceBatch];
+    for (int s0 = first; s0 < n_slices; s0 += kBatch * stride) {
+        decltype(load_slice(row[0], 0)) batch[kRows][kBatch];
 #pragma unroll
-        for (int j = 0; j < kSliceBatch; j++)
+        for (int j = 0; j < kBatch; j++)
 #pragma unroll
             for (int r = 0; r < kRows; r++)
                 if (s0 + j * stride < n_slices) batch[r][j] = load_slice(row[r], s0 + j * stride);
         wait_for_previous_kernel();
         allow_next_kernel();
 #pragma unroll
-        for (int j = 0; j < kSliceBatch; j++)
+        for (int j = 0; j < kBatch; j++)
 #pragma unroll
             for (int r = 0; r < kRows; r++)
                 if (s0 + j * stride < n_slices)

@@ -263,10 +263,18 @@ void qkv_rope_cache(float* q, void* k_cache, void* v_cache, CacheType cache_type
 // the last one rounds the group's 32 outputs, which the others have written by then.
 
 constexpr int kGroupBlocks = kQ8BlockSize / kMatvecWarps;
+
+// Blocks a multiprocessor keeps of gate_up_swiglu_kernel: a block product is one trip to memory
+// a warp for Qwen's widths, so the more warps are resident, the fewer waves of them wait for
+// memory one after the other. 8 blocks of 4 warps leave a thread 64 registers, which the block
+// types' two rows fit; the float pieces' batches do not, and keep the compiler's choice.
+template <typename Weight>
+constexpr int kGateUpBlocksPerSM = kIsBlockType<Weight> ? 8 : 1;
 static_assert(kQ8BlockSize % kMatvecWarps == 0, "a group of whole blocks makes an 8-bit block");
 
 template <typename Weight>
-__global__ void gate_up_swiglu_kernel(float* out, const float* x, const float* norm_weight,
+__global__ void __launch_bounds__(kMatvecWarps * kWarpSize, kGateUpBlocksPerSM<Weight>)
+gate_up_swiglu_kernel(float* out, const float* x, const float* norm_weight,
                                       float eps, const Weight* w_gate, const Weight* w_up,
                                       int d_model, int d_ff, bool vectorized, Q8Vector x_q8,
                                       Q8Vector out_q8, int* group_done) {
