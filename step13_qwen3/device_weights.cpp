@@ -79,6 +79,7 @@ DeviceWeights upload_weights(const Weights& weights, WeightPrecision precision,
                              const ConversionNotice& notice) {
     DeviceWeights result;
     result.n_vocab = weights.n_vocab;
+    result.attention = weights.attention;
     result.token_embd = upload_matrix(weights.token_embd, precision, notice);
     for (const LayerWeights& layer : weights.layers) {
         DeviceLayerWeights w;
@@ -89,6 +90,8 @@ DeviceWeights upload_weights(const Weights& weights, WeightPrecision precision,
         w.attn_k_bias.upload(layer.attn_k_bias);
         w.attn_v = upload_matrix(layer.attn_v, precision, notice);
         w.attn_v_bias.upload(layer.attn_v_bias);
+        w.attn_q_norm.upload(layer.attn_q_norm);
+        w.attn_k_norm.upload(layer.attn_k_norm);
         w.attn_output = upload_matrix(layer.attn_output, precision, notice);
         w.ffn_norm.upload(layer.ffn_norm);
         // One kernel reads gate and up together (gate_up_swiglu), so they need one type:
@@ -118,7 +121,8 @@ static uint64_t layer_bytes(const DeviceLayerWeights& w) {
          {&w.attn_q, &w.attn_k, &w.attn_v, &w.attn_output, &w.ffn_gate, &w.ffn_up, &w.ffn_down})
         bytes += m->data.allocated_bytes();
     for (const DeviceBuffer<float>* v :
-         {&w.attn_norm, &w.attn_q_bias, &w.attn_k_bias, &w.attn_v_bias, &w.ffn_norm})
+         {&w.attn_norm, &w.attn_q_bias, &w.attn_k_bias, &w.attn_v_bias, &w.attn_q_norm,
+          &w.attn_k_norm, &w.ffn_norm})
         bytes += v->allocated_bytes();
     return bytes;
 }

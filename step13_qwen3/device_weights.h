@@ -30,11 +30,13 @@ struct DeviceMatrix {
 struct DeviceLayerWeights {
     DeviceBuffer<float> attn_norm;    // (d_model)
     DeviceMatrix attn_q;              // (q_dim, d_model)
-    DeviceBuffer<float> attn_q_bias;  // (q_dim)
+    DeviceBuffer<float> attn_q_bias;  // (q_dim), empty (null) where the model has no biases
     DeviceMatrix attn_k;              // (kv_dim, d_model)
     DeviceBuffer<float> attn_k_bias;  // (kv_dim)
     DeviceMatrix attn_v;              // (kv_dim, d_model)
     DeviceBuffer<float> attn_v_bias;  // (kv_dim)
+    DeviceBuffer<float> attn_q_norm;  // (head_dim), step 13: QK-norm's; empty without it
+    DeviceBuffer<float> attn_k_norm;  // (head_dim)
     DeviceMatrix attn_output;         // (d_model, q_dim)
     DeviceBuffer<float> ffn_norm;     // (d_model)
     DeviceMatrix ffn_gate;            // (d_ff, d_model)
@@ -44,6 +46,7 @@ struct DeviceLayerWeights {
 
 struct DeviceWeights {
     int n_vocab = 0;
+    AttentionParts attention;  // step 13: Qwen2's biases or Qwen3's QK-norm (weights.h)
     DeviceMatrix token_embd;                 // (n_vocab, d_model)
     std::vector<DeviceLayerWeights> layers;  // (n_layers)
     DeviceBuffer<float> output_norm;         // (d_model)

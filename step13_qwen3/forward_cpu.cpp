@@ -1,4 +1,6 @@
 // forward_cpu.cpp - the network as a sequence of operator calls; every number is in ops_cpu.
+// Step 13: one pass for Qwen2 and Qwen3, the differences read from the weights (AttentionParts)
+// and the config (head_dim: Q and the attention's output are q_dim wide, Wo maps them to d_model).
 #include "forward_cpu.h"
 
 #include "error.h"
@@ -66,9 +68,16 @@ void forward(const ModelConfig& config, const Weights& weights, const std::vecto
         linear(s.q.data(), s.h.data(), layer.attn_q, n, s);
         linear(k, s.h.data(), layer.attn_k, n, s);
         linear(v, s.h.data(), layer.attn_v, n, s);
-        add_bias(s.q.data(), layer.attn_q_bias.data(), n, q_dim);
-        add_bias(k, layer.attn_k_bias.data(), n, kv_dim);
-        add_bias(v, layer.attn_v_bias.data(), n, kv_dim);
+        // Step 13: what the file has, Qwen2's biases or Qwen3's norm of each head of Q and K.
+        if (weights.attention.qkv_bias) {
+            add_bias(s.q.data(), layer.attn_q_bias.data(), n, q_dim);
+            add_bias(k, layer.attn_k_bias.data(), n, kv_dim);
+            add_bias(v, layer.attn_v_bias.data(), n, kv_dim);
+        }
+        if (weights.attention.qk_norm) {
+            qk_norm(s.q.data(), layer.attn_q_norm.data(), n, n_heads, head_dim, config.rms_eps);
+            qk_norm(k, layer.attn_k_norm.data(), n, n_kv_heads, head_dim, config.rms_eps);
+        }
         rope(s.q.data(), n, n_heads, head_dim, first_position, config.rope_base);
         rope(k, n, n_kv_heads, head_dim, first_position, config.rope_base);
         attention(s.attn.data(), s.q.data(), cache.keys(l), cache.values(l), n, first_position,

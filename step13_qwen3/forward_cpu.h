@@ -1,11 +1,13 @@
-// forward_cpu.h - the whole Qwen2 network on the CPU, the reference every later step is
-// checked against.
+// forward_cpu.h - the whole Qwen2 / Qwen3 network on the CPU, the reference every later step
+// is checked against.
 //
 // For a sequence of token ids at positions 0..n-1, all at once:
 //   x = embedding(ids)
 //   for each layer:
 //     h = rmsnorm(x) * attn_norm
-//     q, k, v = h Wq^T + bq, h Wk^T + bk, h Wv^T + bv;  rope(q), rope(k)
+//     q, k, v = h Wq^T + bq, h Wk^T + bk, h Wv^T + bv    (Qwen3: no biases)
+//     q, k = qk_norm(q), qk_norm(k)                       (Qwen3 only: each head on its own)
+//     rope(q), rope(k)
 //     x += attention(q, k, v) Wo^T                    causal, grouped-query
 //     h = rmsnorm(x) * ffn_norm
 //     x += (silu(h Wgate^T) * (h Wup^T)) Wdown^T      SwiGLU
@@ -28,7 +30,7 @@ struct RunState {
     int n_tokens = 0;
     std::vector<float> x;       // (n_tokens, d_model) the residual stream
     std::vector<float> h;       // (n_tokens, d_model) normalized input of a sublayer
-    std::vector<float> q;       // (n_tokens, n_heads * head_dim)
+    std::vector<float> q;       // (n_tokens, n_heads * head_dim), not d_model wide in Qwen3
     std::vector<float> attn;    // (n_tokens, n_heads * head_dim) attention before Wo
     std::vector<float> delta;   // (n_tokens, d_model) a sublayer's output, added to x
     std::vector<float> gate;    // (n_tokens, d_ff) becomes silu(gate) * up

@@ -1,6 +1,7 @@
 // forward_cuda.cpp - forward_cpu.cpp with gpu:: in front of every operator, and step 10's
 // Decoder, which runs one token as a replayed CUDA graph. Plain C++: the CUDA code is all in
-// the .cu files.
+// the .cu files. Step 13: Qwen3's QK-norm joins RoPE in the prompt (qk_norm_rope) and the fused
+// QKV kernel in the decode step, so a Qwen3 step has as many kernels as a Qwen2 one.
 #include "forward_cuda.h"
 
 #include <algorithm>
@@ -92,11 +93,20 @@ static void forward_chunk(const ModelConfig& config, const DeviceWeights& weight
         linear(s.q.data(), s.h.data(), layer.attn_q, n);
         linear(k, s.h.data(), layer.attn_k, n);
         linear(v, s.h.data(), layer.attn_v, n);
-        add_bias(s.q.data(), layer.attn_q_bias.data(), n, q_dim);
-        add_bias(k, layer.attn_k_bias.data(), n, kv_dim);
-        add_bias(v, layer.attn_v_bias.data(), n, kv_dim);
-        rope(s.q.data(), n, n_heads, head_dim, first_position, config.rope_base);
-        rope(k, n, n_kv_heads, head_dim, first_position, config.rope_base);
+        if (weights.attention.qkv_bias) {
+            add_bias(s.q.data(), layer.attn_q_bias.data(), n, q_dim);
+            add_bias(k, layer.attn_k_bias.data(), n, kv_dim);
+            add_bias(v, layer.attn_v_bias.data(), n, kv_dim);
+        }
+        if (weights.attention.qk_norm) {  // step 13: the norm joins RoPE's pass (head_norm.cu)
+            qk_norm_rope(s.q.data(), layer.attn_q_norm.data(), n, n_heads, head_dim,
+                         first_position, config.rope_base, config.rms_eps);
+            qk_norm_rope(k, layer.attn_k_norm.data(), n, n_kv_heads, head_dim, first_position,
+                         config.rope_base, config.rms_eps);
+        } else {
+            rope(s.q.data(), n, n_heads, head_dim, first_position, config.rope_base);
+            rope(k, n, n_kv_heads, head_dim, first_position, config.rope_base);
+        }
         if (f16_cache) {
             store_cache_rows(cache.key_rows(l, first_position), cache.type, k, int64_t(n) * kv_dim);
             store_cache_rows(cache.value_rows(l, first_position), cache.type, v,
@@ -191,10 +201,12 @@ int kernels_per_decode_step(const ModelConfig& config, const DeviceWeights& weig
     return n;
 }
 
+// The biases and QK-norm weights are null where the model has none (empty buffers).
 static QkvWeights qkv_weights(const DeviceLayerWeights& layer) {
     return QkvWeights{layer.attn_q.data.data(), layer.attn_k.data.data(), layer.attn_v.data.data(),
                       layer.attn_q_bias.data(), layer.attn_k_bias.data(), layer.attn_v_bias.data(),
-                      layer.attn_q.type,        layer.attn_k.type,        layer.attn_v.type};
+                      layer.attn_q.type,        layer.attn_k.type,        layer.attn_v.type,
+                      layer.attn_q_norm.data(), layer.attn_k_norm.data()};
 }
 
 void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
@@ -211,6 +223,7 @@ void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
     const Q8Vector normed_q8 = b.normed_q8.view(), input_q8 = b.input_q8.view();
     int* sublayer_done = b.done.data();   // the residual products' last-block counter
     int* group_done = b.done.data() + 1;  // gate/up's, one a group of 32 rows
+    const HeadNormScratch head_scratch{b.head_rows.data(), b.head_done.data()};  // step 13
 
     embedding(b.x.data(), weights.token_embd.data.data(), weights.token_embd.type, token, 1, d,
               stream);
@@ -222,7 +235,7 @@ void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
         // (h's 8 bits, when a matrix reads them, were written by the kernel that finished x.)
         qkv_rope_cache(b.q.data(), cache.keys(l), cache.values(l), cache.type, b.x.data(),
                        layer.attn_norm.data(), eps, qkv_weights(layer), d, heads, config.rope_base,
-                       slots, normed_q8, true, stream);
+                       slots, head_scratch, normed_q8, true, stream);
         // A block-type Wo takes the attention's output rounded to 8 bits by its last kernel.
         const bool merge_writes_q8 = wo_reads_merged_q8(layer, heads);
         decode_attention(b.attn.data(), b.q.data(), cache.keys(l), cache.values(l), cache.type,
@@ -286,6 +299,11 @@ Decoder::Decoder(const ModelConfig& config, const DeviceWeights& weights, Device
     buffers_.normed_q8.resize(whole_blocks(int(config.d_model)));
     buffers_.input_q8.resize(whole_blocks(std::max(heads.n_heads * heads.head_dim, int(config.d_ff))));
     buffers_.done.upload(std::vector<int>(1 + whole_blocks(int(config.d_ff)) / kQ8BlockSize, 0));
+    if (weights.attention.qk_norm) {  // step 13
+        const int n_rows = heads.n_heads + heads.n_kv_heads;
+        buffers_.head_rows.resize(size_t(n_rows) * heads.head_dim);
+        buffers_.head_done.upload(std::vector<int>(n_rows, 0));
+    }
 }
 
 int32_t Decoder::next_token(const std::vector<int32_t>& new_ids, std::vector<float>* logits) {

@@ -2,7 +2,7 @@
 // operators of ops_cuda.h in one launch, and each checked against the composition of their CPU
 // twins. A block matrix's products take their input rounded to 8 bits, as the CPU's do, and
 // gate_up_swiglu rounds its own output for the down projection. Written in step 10; last
-// changed in step 11 (weights of any type, 8-bit activations, QKV of two types in one launch).
+// changed in step 13 (QK-norm in qkv_rope_cache, the biases optional).
 //
 // A layer's 19 launches become 6:
 //   qkv_rope_cache_kernel   rmsnorm + 3 matvecs + 3 bias adds + 2 ropes (and the cache write)
@@ -32,6 +32,7 @@
 #include "cache_elements.cuh"
 #include "cuda_check.h"
 #include "dependent_launch.cuh"
+#include "head_norm.cuh"
 #include "ops_cuda.h"
 #include "quant_blocks_cuda.cuh"
 #include "reduce.cuh"
@@ -131,15 +132,50 @@ __device__ float block_inv_rms(const float* x, int dim, float eps) {
 // all the same). A launch covers pairs [first_pair, end_pair): all of them when Q and K are of
 // type WeightQK and V of WeightV (Qwen's published files pair Q4_K with a Q6_K V and Q5_0 with
 // a Q8_0 V), else one matrix a launch.
+//
+// Step 13: QK-norm (Qwen3) divides a whole head of Q or K by its rms before RoPE, and a block
+// holds only 4 of the head's pairs. So each block writes its pairs' values to the head's row of
+// a scratch buffer and counts itself done in the head's counter (last_block_done, as gate/up's
+// 8-bit groups do); the last of the head's blocks then normalizes, rotates and writes the whole
+// head (norm_rope_head, head_norm.cuh). A model without QK-norm takes the path of step 11.
+
+// A pair of a head of Q (matrix 0) or K (1) under QK-norm: its values a and b (biased, not yet
+// normalized) go to the head's scratch row, and the last of the head's blocks finishes the head
+// into q or the cache row of the position. Every thread of the block calls it, all for the
+// same head.
+template <typename Cache>
+__device__ void finish_normed_head(float* q, Cache* k_cache, int matrix, int pair, float a,
+                                   float b, const float* q_norm, const float* k_norm, float eps,
+                                   HeadShape heads, float rope_base, const DecodeSlots* slots,
+                                   HeadNormScratch scratch) {
+    const int head_dim = heads.head_dim, half = head_dim / 2;
+    const int head = pair / half, i = pair % half;
+    const int slot = matrix == 0 ? head : heads.n_heads + head;  // the head's scratch row
+    float* row = scratch.rows + int64_t(slot) * head_dim;
+    if (threadIdx.x % kWarpSize == 0) {
+        row[i] = a;
+        row[i + half] = b;
+    }
+    if (!last_block_done(scratch.done + slot, half / kMatvecWarps)) return;
+    const int position = slots->position;
+    if (matrix == 0)
+        norm_rope_head(q + int64_t(head) * head_dim, row, q_norm, eps, head_dim, position,
+                       rope_base);
+    else
+        norm_rope_head(k_cache + int64_t(position) * heads.n_kv_heads * head_dim +
+                           int64_t(head) * head_dim,
+                       row, k_norm, eps, head_dim, position, rope_base);
+}
 
 template <typename WeightQK, typename WeightV, typename Cache>
 __global__ void qkv_rope_cache_kernel(float* q, Cache* k_cache, Cache* v_cache, const float* x,
                                       const float* norm_weight, float eps, const WeightQK* wq,
                                       const WeightQK* wk, const WeightV* wv, const float* q_bias,
-                                      const float* k_bias, const float* v_bias, int d_model,
+                                      const float* k_bias, const float* v_bias,
+                                      const float* q_norm, const float* k_norm, int d_model,
                                       HeadShape heads, float rope_base, const DecodeSlots* slots,
-                                      int first_pair, int end_pair, bool vectorized,
-                                      Q8Vector x_q8) {
+                                      HeadNormScratch scratch, int first_pair, int end_pair,
+                                      bool vectorized, Q8Vector x_q8) {
     // BEGIN SOLUTION step10 qkv_rope_cache_kernel
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int head_dim = heads.head_dim, half = head_dim / 2;
@@ -147,6 +183,8 @@ __global__ void qkv_rope_cache_kernel(float* q, Cache* k_cache, Cache* v_cache, 
     const int q_pairs = heads.n_heads * half, kv_pairs = heads.n_kv_heads * half;
     int pair = first_pair + blockIdx.x * kMatvecWarps + warp;
     const bool active = pair < end_pair;
+    // Step 13: a pair of Q or K under QK-norm (the same for the block's 4 warps, one head's).
+    const bool normed = q_norm != nullptr && pair < q_pairs + kv_pairs;
     // Which matrix the pair is in, and where its two values go (K's and V's to the cache row of
     // the position, read once the kernel has waited for the previous one).
     const float* bias = q_bias;
@@ -180,16 +218,16 @@ __global__ void qkv_rope_cache_kernel(float* q, Cache* k_cache, Cache* v_cache, 
     if (!active) return;
     const bool blocks = matrix == 2 ? kIsBlockType<WeightV> : kIsBlockType<WeightQK>;
     if (!blocks) sums = make_float2(sums.x * inv_rms, sums.y * inv_rms);
+    float a = sums.x, b = sums.y;
+    if (bias) a += bias[row_a], b += bias[row_b];  // Qwen3 has none
+    if (normed) {
+        finish_normed_head(q, k_cache, matrix, pair, a, b, q_norm, k_norm, eps, heads, rope_base,
+                           slots, scratch);
+        return;
+    }
     if (lane != 0) return;
     const int position = slots->position;
-    float a = sums.x + bias[row_a], b = sums.y + bias[row_b];
-    if (matrix < 2) {  // the angle as rope_kernel computes it, in double
-        const double angle = double(position) * pow(double(rope_base), -2.0 * i / head_dim);
-        const float c = float(cos(angle)), s = float(sin(angle));
-        const float first = a, second = b;
-        a = first * c - second * s;
-        b = second * c + first * s;
-    }
+    if (matrix < 2) rotate_pair(a, b, position, i, head_dim, rope_base);
     if (cache) {
         store(cache + int64_t(position) * kv_dim, row_a, a);
         store(cache + int64_t(position) * kv_dim, row_b, b);
@@ -214,10 +252,14 @@ static bool with_v_type(uint32_t qk_type, uint32_t v_type, Launch&& launch) {
 
 void qkv_rope_cache(float* q, void* k_cache, void* v_cache, CacheType cache_type, const float* x,
                     const float* norm_weight, float eps, const QkvWeights& w, int d_model,
-                    HeadShape heads, float rope_base, const DecodeSlots* slots, Q8Vector x_q8,
-                    bool x_q8_written, Stream stream) {
+                    HeadShape heads, float rope_base, const DecodeSlots* slots,
+                    HeadNormScratch scratch, Q8Vector x_q8, bool x_q8_written, Stream stream) {
     if (heads.head_dim % 2 != 0)
         fail("gpu::qkv_rope_cache needs an even head_dim, not %d", heads.head_dim);
+    // A block's 4 pairs must lie in one head, and every launch's first pair start a block of them.
+    if (w.q_norm && heads.head_dim % (2 * kMatvecWarps) != 0)
+        fail("gpu::qkv_rope_cache normalizes heads of a multiple of %d values, not %d",
+             2 * kMatvecWarps, heads.head_dim);
     const bool any_blocks =
         is_block_type(w.q_type) || is_block_type(w.k_type) || is_block_type(w.v_type);
     if (any_blocks && !x_q8_written) quantize_q8(x_q8, x, norm_weight, eps, d_model, stream);
@@ -243,7 +285,8 @@ void qkv_rope_cache(float* q, void* k_cache, void* v_cache, CacheType cache_type
                                   norm_weight, eps, static_cast<const WeightQK*>(w.q),
                                   static_cast<const WeightQK*>(w.k),
                                   static_cast<const WeightV*>(w.v), w.q_bias, w.k_bias, w.v_bias,
-                                  d_model, heads, rope_base, slots, first, end, vectorized, x_q8);
+                                  w.q_norm, w.k_norm, d_model, heads, rope_base, slots, scratch,
+                                  first, end, vectorized, x_q8);
                 });
             });
         });

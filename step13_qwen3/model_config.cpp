@@ -25,9 +25,46 @@ bool has_model_config(const GgufMetadata& metadata) {
            metadata.has(architecture.string_value + ".block_count");
 }
 
+// Fails unless `architecture` is one of kArchitectures, naming them.
+static void check_architecture(const std::string& architecture) {
+    std::string supported;
+    for (const char* name : kArchitectures) {
+        if (architecture == name) return;
+        supported += supported.empty() ? name : std::string(", ") + name;
+    }
+    fail("architecture '%s' is not supported (this engine reads %s)", architecture.c_str(),
+         supported.c_str());
+}
+
+// Step 13: a query's and a key's head size. Qwen3 gives it (key_length: 128 on a width of 1024
+// with 16 heads, so Q is 2048 wide); Qwen2's files may leave it out, and it is then the width
+// shared among the heads. Values are heads of the same size (value_length), and RoPE rotates
+// pairs of a head's elements (even).
+static uint32_t read_head_dim(const GgufMetadata& metadata, const std::string& prefix,
+                              uint32_t d_model, uint32_t n_heads) {
+    const std::string key_length = prefix + "attention.key_length";
+    const bool given = metadata.has(key_length);
+    if (!given && d_model % n_heads != 0)
+        fail("%sembedding_length %u is not divisible by %sattention.head_count %u", prefix.c_str(),
+             d_model, prefix.c_str(), n_heads);
+    const uint32_t head_dim = given ? read_positive(metadata, key_length) : d_model / n_heads;
+    const std::string value_length = prefix + "attention.value_length";
+    if (metadata.has(value_length) && metadata.get_u32(value_length) != head_dim)
+        fail("metadata key '%s' is %u, but this engine needs it to equal head_dim %u",
+             value_length.c_str(), metadata.get_u32(value_length), head_dim);
+    if (head_dim % 2 != 0) {
+        const std::string source = given ? key_length
+                                         : prefix + "embedding_length / " + prefix +
+                                               "attention.head_count";
+        fail("head_dim %u (%s) must be even for RoPE", head_dim, source.c_str());
+    }
+    return head_dim;
+}
+
 ModelConfig read_model_config(const GgufMetadata& metadata) {
     ModelConfig config;
     config.architecture = metadata.get_string("general.architecture");
+    check_architecture(config.architecture);
     // Every model key is "<architecture>.<name>", e.g. qwen2.block_count.
     const std::string prefix = config.architecture + ".";
 
@@ -44,25 +81,11 @@ ModelConfig read_model_config(const GgufMetadata& metadata) {
         config.rope_base = read_positive_float(metadata, prefix + "rope.freq_base");
     config.rms_eps = read_positive_float(metadata, prefix + "attention.layer_norm_rms_epsilon");
 
-    if (config.d_model % config.n_heads != 0)
-        fail("%sembedding_length %u is not divisible by %sattention.head_count %u", prefix.c_str(),
-             config.d_model, prefix.c_str(), config.n_heads);
-    config.head_dim = config.d_model / config.n_heads;
+    config.head_dim = read_head_dim(metadata, prefix, config.d_model, config.n_heads);
     // Grouped-query attention: each key/value head serves n_heads / n_kv_heads query heads.
     if (config.n_heads % config.n_kv_heads != 0)
         fail("%sattention.head_count %u is not divisible by %sattention.head_count_kv %u",
              prefix.c_str(), config.n_heads, prefix.c_str(), config.n_kv_heads);
-    // RoPE rotates the head's elements in pairs.
-    if (config.head_dim % 2 != 0)
-        fail("head_dim %u (%sembedding_length / %sattention.head_count) must be even for RoPE",
-             config.head_dim, prefix.c_str(), prefix.c_str());
-    // Some architectures (Qwen3) set a head size of their own; this engine derives it.
-    for (const char* name : {"attention.key_length", "attention.value_length"}) {
-        std::string key = prefix + name;
-        if (metadata.has(key) && metadata.get_u32(key) != config.head_dim)
-            fail("metadata key '%s' is %u, but this engine needs it to equal head_dim %u",
-                 key.c_str(), metadata.get_u32(key), config.head_dim);
-    }
 
     if (metadata.has("tokenizer.ggml.tokens"))
         config.n_vocab = uint32_t(metadata.string_array_length("tokenizer.ggml.tokens"));

@@ -1,5 +1,7 @@
 // model_config.h - the numbers that shape the network, read from "<arch>.*" metadata keys,
 // and a summary of the tokenizer keys. Nothing here is hard-coded for one model size.
+// Step 13: the architecture is qwen2 or qwen3, and the head size is read from the file when it
+// gives one (Qwen3's head_dim is not d_model / n_heads).
 #pragma once
 
 #include <cstdint>
@@ -8,13 +10,13 @@
 #include "gguf_metadata.h"
 
 struct ModelConfig {
-    std::string architecture;     // general.architecture, e.g. "qwen2"
+    std::string architecture;     // general.architecture: "qwen2" or "qwen3"
     uint32_t n_layers = 0;        // <arch>.block_count
     uint32_t d_model = 0;         // <arch>.embedding_length (hidden size)
     uint32_t d_ff = 0;            // <arch>.feed_forward_length
     uint32_t n_heads = 0;         // <arch>.attention.head_count
     uint32_t n_kv_heads = 0;      // <arch>.attention.head_count_kv (defaults to n_heads)
-    uint32_t head_dim = 0;        // d_model / n_heads
+    uint32_t head_dim = 0;        // <arch>.attention.key_length, else d_model / n_heads
     uint32_t context_length = 0;  // <arch>.context_length
     float rope_base = 10000.0f;   // <arch>.rope.freq_base (llama.cpp's default when absent)
     float rms_eps = 1e-6f;        // <arch>.attention.layer_norm_rms_epsilon
@@ -25,11 +27,17 @@ struct ModelConfig {
 // false for a vocab-only file.
 bool has_model_config(const GgufMetadata& metadata);
 
-// Reads and validates: every count positive, d_model divisible by n_heads, n_heads divisible
-// by n_kv_heads, head_dim even (RoPE rotates pairs), eps > 0, rope base > 0 (the one optional
-// key besides head_count_kv), and <arch>.attention.key_length/value_length, when present,
-// equal to head_dim.
-// Fails with one line naming the key, e.g. "metadata key 'qwen2.block_count' is missing".
+// The architectures this engine runs: one forward pass for both, the differences (head_dim,
+// biases, QK-norm) read from the file.
+inline constexpr const char* kArchitectures[] = {"qwen2", "qwen3"};
+
+// Reads and validates: an architecture of kArchitectures, every count positive, n_heads
+// divisible by n_kv_heads, head_dim even (RoPE rotates pairs), eps > 0, rope base > 0 (the one
+// optional key besides head_count_kv and the head sizes). head_dim is
+// <arch>.attention.key_length when present (Qwen3), else d_model / n_heads, which must then
+// divide evenly (Qwen2); <arch>.attention.value_length, when present, must equal it.
+// Fails with one line naming the key, e.g. "metadata key 'qwen2.block_count' is missing", or
+// the architecture: "architecture 'llama' is not supported (this engine reads qwen2, qwen3)".
 ModelConfig read_model_config(const GgufMetadata& metadata);
 
 struct TokenizerSummary {

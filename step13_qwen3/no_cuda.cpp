@@ -65,6 +65,7 @@ void rmsnorm(float*, const float*, const float*, int, int, float) { no_gpu_code(
 void matmul(float*, const float*, const void*, uint32_t, int, int, int) { no_gpu_code(); }
 void add_bias(float*, const float*, int, int) { no_gpu_code(); }
 void rope(float*, int, int, int, int, float) { no_gpu_code(); }
+void qk_norm_rope(float*, const float*, int, int, int, int, float, float) { no_gpu_code(); }
 void attention(float*, const float*, const void*, const void*, int, int, int, int, int, CacheType) {
     no_gpu_code();
 }
@@ -75,8 +76,8 @@ int argmax(const float*, int) { no_gpu_code(); }
 
 void quantize_q8(Q8Vector, const float*, const float*, float, int, Stream) { no_gpu_code(); }
 void qkv_rope_cache(float*, void*, void*, CacheType, const float*, const float*, float,
-                    const QkvWeights&, int, HeadShape, float, const DecodeSlots*, Q8Vector, bool,
-                    Stream) {
+                    const QkvWeights&, int, HeadShape, float, const DecodeSlots*, HeadNormScratch,
+                    Q8Vector, bool, Stream) {
     no_gpu_code();
 }
 int64_t decode_attention_scratch(int, HeadShape) { no_gpu_code(); }

@@ -39,6 +39,10 @@ void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int 
     // END SOLUTION
 }
 
+void qk_norm(float* x, const float* weight, int n_tokens, int n_heads, int head_dim, float eps) {
+    rmsnorm(x, x, weight, n_tokens * n_heads, head_dim, eps);  // a head is a row of head_dim
+}
+
 void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens, int in_dim,
             int out_dim) {
     // BEGIN SOLUTION step05 matmul

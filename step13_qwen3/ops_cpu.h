@@ -27,6 +27,12 @@ void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int 
 void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens, int in_dim,
             int out_dim);
 
+// Step 13, Qwen3's QK-norm: RMSNorm of each head on its own. x is (n_tokens, n_heads *
+// head_dim), and every head's head_dim values are divided by their own rms and multiplied by
+// weight (head_dim), the same weights for every head of the matrix: rmsnorm() over rows of
+// head_dim. In place.
+void qk_norm(float* x, const float* weight, int n_tokens, int n_heads, int head_dim, float eps);
+
 // x[t][i] += bias[i] for every token.
 void add_bias(float* x, const float* bias, int n_tokens, int dim);
 

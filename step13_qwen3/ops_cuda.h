@@ -51,6 +51,11 @@ void add_bias(float* x, const float* bias, int n_tokens, int dim);
 // NEOX RoPE, one thread per rotated pair; the angle is computed in double as on the CPU.
 void rope(float* x, int n_tokens, int n_heads, int head_dim, int first_position, float base);
 
+// Step 13: qk_norm() then rope() of ops_cpu.h in one kernel, a block per (token, head) (Qwen3's
+// prompt path, head_norm.cu): the norm joins the pass over Q and K that RoPE makes anyway.
+void qk_norm_rope(float* x, const float* weight, int n_tokens, int n_heads, int head_dim,
+                  int first_position, float base, float eps);
+
 // Causal grouped-query attention of new queries over the cached keys and values, as in
 // ops_cpu.h, with the softmax computed on the fly (online) rather than over a stored row of
 // scores. One new token (decode): the positions split into chunks over many blocks, then
@@ -103,7 +108,9 @@ struct DecodeSlots {
     int32_t position;  // its position: the cache's filled length before this step
 };
 
-// The attention sublayer's products: matrices of any device type, F32 biases.
+// The attention sublayer's products: matrices of any device type, F32 biases. Step 13: the
+// biases are null where the model has none (Qwen3), and q_norm, k_norm are QK-norm's weights,
+// null where it has none (Qwen2).
 struct QkvWeights {
     const void* q;        // (n_heads * head_dim, d_model)
     const void* k;        // (n_kv_heads * head_dim, d_model)
@@ -112,6 +119,16 @@ struct QkvWeights {
     const float* k_bias;  // (n_kv_heads * head_dim)
     const float* v_bias;  // (n_kv_heads * head_dim)
     uint32_t q_type, k_type, v_type;
+    const float* q_norm = nullptr;  // (head_dim)
+    const float* k_norm = nullptr;  // (head_dim)
+};
+
+// Step 13: where the blocks that compute one head of Q or K meet for its QK-norm (the norm
+// needs the whole head's sum of squares, and a block computes 4 of its pairs). Unused when
+// QkvWeights has no q_norm.
+struct HeadNormScratch {
+    float* rows;  // (n_heads + n_kv_heads, head_dim) the heads before the norm: Q's, then K's
+    int* done;    // (n_heads + n_kv_heads) blocks done a head; zero between launches
 };
 
 struct HeadShape {
@@ -151,15 +168,17 @@ struct NormedQ8 {
 // rmsnorm, the Q, K and V products, their biases and RoPE in one kernel: q = rope(Wq h + bq),
 // and the key rope(Wk h + bk) and value Wv h + bv written into row slots->position of this
 // layer's cache (k_cache, v_cache: (capacity, n_kv_heads * head_dim) values of cache_type), with
-// h = rmsnorm(x).
+// h = rmsnorm(x). Step 13, with w.q_norm: q = rope(qk_norm(Wq h)) and the key
+// rope(qk_norm(Wk h)) (biases added first when there are any), eps the model's, through
+// `scratch`; head_dim must then be a multiple of 8 (a block's 4 pairs lie in one head).
 // A warp computes the two rows that RoPE turns together, (i, i + head_dim / 2) of one head.
 // One launch when Q and K share a type and V's is theirs, Q6_K or Q8_0 (Qwen's published
 // files), else one a type. x_q8 (d_model) holds h rounded to 8 bits when x_q8_written, and
 // receives it otherwise, when one of the matrices is a block type.
 void qkv_rope_cache(float* q, void* k_cache, void* v_cache, CacheType cache_type, const float* x,
                     const float* norm_weight, float eps, const QkvWeights& w, int d_model,
-                    HeadShape heads, float rope_base, const DecodeSlots* slots, Q8Vector x_q8,
-                    bool x_q8_written, Stream stream);
+                    HeadShape heads, float rope_base, const DecodeSlots* slots,
+                    HeadNormScratch scratch, Q8Vector x_q8, bool x_q8_written, Stream stream);
 
 // Floats of scratch decode_attention needs for a cache of `capacity` positions.
 int64_t decode_attention_scratch(int capacity, HeadShape heads);

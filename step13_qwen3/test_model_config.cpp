@@ -48,13 +48,18 @@ static GgufMetadata to_metadata(const Pairs& pairs) {
     return metadata;
 }
 
-// The pairs with `key` set to `value` (appended if absent), as metadata.
-static GgufMetadata with(Pairs pairs, const std::string& key, const GgufValue& value) {
+// The pairs with `key` set to `value` (appended if absent).
+static Pairs set(Pairs pairs, const std::string& key, const GgufValue& value) {
     bool replaced = false;
     for (auto& pair : pairs)
         if (pair.first == key) pair.second = value, replaced = true;
     if (!replaced) pairs.emplace_back(key, value);
-    return to_metadata(pairs);
+    return pairs;
+}
+
+// The same, as metadata.
+static GgufMetadata with(Pairs pairs, const std::string& key, const GgufValue& value) {
+    return to_metadata(set(std::move(pairs), key, value));
 }
 
 static GgufMetadata without(Pairs pairs, const std::string& key) {
@@ -92,19 +97,26 @@ TEST_CASE("optional keys take their defaults") {
     CHECK(config.n_vocab == 0);
 }
 
-TEST_CASE("the architecture name picks the key prefix") {
+TEST_CASE("the architecture name picks the key prefix: qwen2 or qwen3, no other") {
     Pairs pairs;
     for (auto& [key, value] : model_pairs()) {
-        std::string renamed = key.rfind("qwen2.", 0) == 0 ? "llama." + key.substr(6) : key;
+        std::string renamed = key.rfind("qwen2.", 0) == 0 ? "qwen3." + key.substr(6) : key;
         pairs.emplace_back(renamed, value);
     }
     ModelConfig config =
-        read_model_config(with(pairs, "general.architecture", gguf_string("llama")));
-    CHECK(config.architecture == "llama");
+        read_model_config(with(pairs, "general.architecture", gguf_string("qwen3")));
+    CHECK(config.architecture == "qwen3");
     CHECK(config.n_layers == 2);
     CHECK_THROWS_WITH_AS(
-        read_model_config(with(model_pairs(), "general.architecture", gguf_string("llama"))),
-        "metadata key 'llama.block_count' is missing", Error);
+        read_model_config(with(model_pairs(), "general.architecture", gguf_string("qwen3"))),
+        "metadata key 'qwen3.block_count' is missing", Error);
+    // Step 13: an architecture the forward pass does not know is refused by name, whatever keys
+    // it brings.
+    for (auto& pair : pairs)
+        if (pair.first.rfind("qwen3.", 0) == 0) pair.first = "llama." + pair.first.substr(6);
+    CHECK_THROWS_WITH_AS(
+        read_model_config(with(pairs, "general.architecture", gguf_string("llama"))),
+        "architecture 'llama' is not supported (this engine reads qwen2, qwen3)", Error);
 }
 
 TEST_CASE("a vocab-only file has no model config") {
@@ -183,19 +195,37 @@ TEST_CASE("the head layout must divide evenly") {
         Error);
 }
 
-TEST_CASE("an explicit key/value head size must equal d_model / n_heads") {
+// Step 13: Qwen3 sets its head size apart from the width (Qwen3-0.6B: 16 heads of 128 on a width
+// of 1024), and Q is then n_heads * head_dim wide, not d_model.
+TEST_CASE("the head size is attention.key_length when the file gives it, else d_model / n_heads") {
     CHECK(read_model_config(with(model_pairs(), "qwen2.attention.key_length", gguf_u32(8)))
               .head_dim == 8);
-    CHECK_THROWS_WITH_AS(
-        read_model_config(with(model_pairs(), "qwen2.attention.key_length", gguf_u32(16))),
-        "metadata key 'qwen2.attention.key_length' is 16, but this engine needs it to equal "
-        "head_dim 8",
-        Error);
+    CHECK(read_model_config(with(model_pairs(), "qwen2.attention.key_length", gguf_u32(16)))
+              .head_dim == 16);
+    // The width need not divide among the heads when the size is given.
+    Pairs five_heads = set(set(model_pairs(), "qwen2.attention.head_count_kv", gguf_u32(5)),
+                           "qwen2.attention.key_length", gguf_u32(12));
+    ModelConfig config =
+        read_model_config(with(five_heads, "qwen2.attention.head_count", gguf_u32(5)));
+    CHECK(config.head_dim == 12);
+    CHECK(config.n_heads * config.head_dim == 60);  // Q's width, beside d_model 48
     CHECK_THROWS_WITH_AS(
         read_model_config(with(model_pairs(), "qwen2.attention.value_length", gguf_u32(4))),
         "metadata key 'qwen2.attention.value_length' is 4, but this engine needs it to equal "
         "head_dim 8",
         Error);
+    Pairs keys_of_16 = set(model_pairs(), "qwen2.attention.key_length", gguf_u32(16));
+    CHECK_THROWS_WITH_AS(
+        read_model_config(with(keys_of_16, "qwen2.attention.value_length", gguf_u32(8))),
+        "metadata key 'qwen2.attention.value_length' is 8, but this engine needs it to equal "
+        "head_dim 16",
+        Error);
+    CHECK_THROWS_WITH_AS(
+        read_model_config(with(model_pairs(), "qwen2.attention.key_length", gguf_u32(7))),
+        "head_dim 7 (qwen2.attention.key_length) must be even for RoPE", Error);
+    CHECK_THROWS_WITH_AS(
+        read_model_config(with(model_pairs(), "qwen2.attention.key_length", gguf_u32(0))),
+        "metadata key 'qwen2.attention.key_length' must be positive, got 0", Error);
 }
 
 TEST_CASE("the tokenizer summary reads the tokenizer keys") {

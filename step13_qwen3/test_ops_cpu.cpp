@@ -42,6 +42,33 @@ TEST_CASE("rmsnorm keeps an all-zero row at zero thanks to eps") {
 
 // A head whose first-half element i is 1 and whose partner i + half is 0 becomes
 // (cos(angle_i), sin(angle_i)) in those two slots: the NEOX pairing, not neighbours.
+// Step 13: Qwen3's QK-norm. Each head has its own rms: a head of large values beside one of small
+// ones comes out on the same scale, and a norm over the whole row (q_dim values) would not.
+TEST_CASE("qk_norm normalizes each head on its own, with one weight vector for every head") {
+    const int n_tokens = 2, n_heads = 3, head_dim = 6;
+    const float eps = 1e-6f;
+    std::vector<float> x(n_tokens * n_heads * head_dim), weight(head_dim);  // (2, 3 * 6)
+    for (int i = 0; i < head_dim; i++) weight[i] = 0.5f + 0.25f * float(i);
+    for (int row = 0; row < n_tokens * n_heads; row++)  // head h of token t: (i + 1) * 10^row
+        for (int i = 0; i < head_dim; i++)
+            x[row * head_dim + i] = float((i + 1) * std::pow(10.0, row - 2));
+    std::vector<float> out = x;
+    qk_norm(out.data(), weight.data(), n_tokens, n_heads, head_dim, eps);
+    // Every head is (i + 1) * scale: mean square of 1..6 is 91 / 6, whatever the scale.
+    for (int row = 0; row < n_tokens * n_heads; row++) {
+        CAPTURE(row);
+        const double scale = std::pow(10.0, row - 2), mean_square = 91.0 / 6.0 * scale * scale;
+        for (int i = 0; i < head_dim; i++)
+            CHECK(out[row * head_dim + i] ==
+                  doctest::Approx((i + 1) * scale / std::sqrt(mean_square + eps) * weight[i])
+                      .epsilon(1e-6));
+    }
+    // It is rmsnorm() over rows of head_dim, bit for bit.
+    std::vector<float> rows(x.size());
+    rmsnorm(rows.data(), x.data(), weight.data(), n_tokens * n_heads, head_dim, eps);
+    CHECK(out == rows);
+}
+
 TEST_CASE("rope rotates element i with element i + head_dim/2 by pos * base^(-2i/d)") {
     const int n_heads = 3, head_dim = 6, half = 3;
     const float base = 10000.0f;

@@ -278,6 +278,41 @@ TEST_CASE("gpu::rope equals rope, also at positions past 30000") {
     }
 }
 
+// Step 13: Qwen3's prompt path normalizes each head and rotates it in one kernel.
+TEST_CASE("gpu::qk_norm_rope equals qk_norm then rope, heads of 2 to 2500 values") {
+    if (!gpu_or_skip()) return;
+    // (n_tokens, n_heads, head_dim): Qwen3's heads of 128, a head of one pair, a head whose
+    // pairs fill no whole warp (3, 48), and one of more pairs than a block has threads (1250).
+    const int shapes[][3] = {{33, 16, 128}, {7, 3, 6}, {5, 1, 2}, {4, 5, 96}, {2, 2, 2500}};
+    const float eps = 1e-6f, base = 1e6f;
+    for (const auto& shape : shapes) {
+        const int n_tokens = shape[0], n_heads = shape[1], head_dim = shape[2];
+        for (int first_position : {0, 1000, 32760}) {
+            CAPTURE(n_tokens);
+            CAPTURE(n_heads);
+            CAPTURE(head_dim);
+            CAPTURE(first_position);
+            // Heads of very different sizes: a norm over the wrong span would show.
+            std::vector<float> x = random_values(size_t(n_tokens) * n_heads * head_dim, 40, -3.0f,
+                                                 3.0f);
+            for (size_t i = 0; i < x.size(); i++) x[i] *= float(1 + (i / head_dim) % 5);
+            const std::vector<float> weight = random_values(head_dim, 41, 0.5f, 1.5f);
+            std::vector<float> expected = x;
+            qk_norm(expected.data(), weight.data(), n_tokens, n_heads, head_dim, eps);
+            rope(expected.data(), n_tokens, n_heads, head_dim, first_position, base);
+
+            DeviceBuffer<float> device_x(x), device_weight(weight);
+            gpu::qk_norm_rope(device_x.data(), device_weight.data(), n_tokens, n_heads, head_dim,
+                              first_position, base, eps);
+            // The CPU sums the squares in double, the GPU in float (at most 2500 terms, ~1e-6
+            // relative on 1/rms); then the same x * inv_rms * w and the same float cos and sin
+            // (rope's tolerance). Outputs are of order 1: 1e-5 + 1e-5 relative covers both,
+            // and a wrong head, weight, scale or angle is off by far more.
+            check_close(device_x.download(), expected, {1e-5, 1e-5}, head_dim);
+        }
+    }
+}
+
 // n_tokens new queries at first_position.. over the cached positions, GPU against CPU; the
 // inputs are drawn with seeds seed, seed + 1, seed + 2. With an F16 cache (step 11) the CPU
 // reads the keys and values rounded to half, as the GPU does.
@@ -558,7 +593,8 @@ TEST_CASE("qkv_rope_cache equals rmsnorm, the Q/K/V matmuls, add_bias and rope")
                 DeviceQ8Vector x_q8 = q8_scratch(d);
                 gpu::qkv_rope_cache(out_q.data(), k_cache.data(), v_cache.data(), cache_type,
                                     device_x.data(), device_norm.data(), eps, w, d, heads, base,
-                                    as_slots(slots), x_q8.view(), false, nullptr);
+                                    as_slots(slots), gpu::HeadNormScratch{}, x_q8.view(), false,
+                                    nullptr);
                 // The CPU rounds h = x * g / rms once and then adds the products; the GPU adds
                 // w * (x * g) and scales the sum by 1/rms (with the squares summed in float,
                 // ~1e-6 relative). Sums of order 1 over up to 3584 terms: roundings of about
@@ -579,6 +615,100 @@ TEST_CASE("qkv_rope_cache equals rmsnorm, the Q/K/V matmuls, add_bias and rope")
                 // Only the position's rows are written.
                 CHECK(all_nan(rows_of(keys, position + 1, 1, kv_dim)));
                 CHECK(all_nan(rows_of(values, 0, position, kv_dim)));
+            }
+        }
+    }
+}
+
+// Step 13: Qwen3's decode step. No biases; each head of Q and K normalized before RoPE, the last
+// of a head's blocks finishing it. Q is n_heads * head_dim wide, not d_model.
+TEST_CASE("qkv_rope_cache with QK-norm equals rmsnorm, the matmuls, qk_norm and rope") {
+    if (!gpu_or_skip()) return;
+    // (d_model, n_heads, n_kv_heads, head_dim): Qwen3-0.6B's shape (Q 2048 wide on 1024), the
+    // oracle's (256 on 128), heads of 96 and of 40 (no whole warp of pairs) on awkward widths.
+    const int shapes[][4] = {{1024, 16, 8, 128}, {128, 4, 2, 64}, {256, 4, 2, 96}, {100, 6, 2, 40}};
+    const GgmlType type_sets[][3] = {{GgmlType::F32, GgmlType::F32, GgmlType::F32},
+                                     {GgmlType::F16, GgmlType::F16, GgmlType::F16},
+                                     {GgmlType::F16, GgmlType::F16, GgmlType::BF16},
+                                     {GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0},
+                                     {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}};
+    const float eps = 1e-6f, base = 1e6f;
+    for (CacheType cache_type : kCacheTypes) {
+        for (const auto& shape : shapes) {
+            for (const auto& types : type_sets) {
+                const int d = shape[0];
+                if (!whole_blocks(types[0], d) || !whole_blocks(types[2], d)) continue;
+                const gpu::HeadShape heads{shape[1], shape[2], shape[3]};
+                const int q_dim = heads.n_heads * heads.head_dim;
+                const int kv_dim = heads.n_kv_heads * heads.head_dim;
+                CAPTURE(d);
+                CAPTURE(heads.head_dim);
+                CAPTURE(ggml_type_info(uint32_t(types[2])).name);
+                CAPTURE(int(cache_type));
+                std::vector<float> norm = random_values(d, 51, 0.5f, 1.5f);
+                std::vector<float> q_norm = random_values(heads.head_dim, 52, 0.5f, 2.0f);
+                std::vector<float> k_norm = random_values(heads.head_dim, 53, 0.5f, 2.0f);
+                std::vector<uint8_t> wq = random_weights(types[0], q_dim, d, 54);
+                std::vector<uint8_t> wk = random_weights(types[1], kv_dim, d, 55);
+                std::vector<uint8_t> wv = random_weights(types[2], kv_dim, d, 56);
+                DeviceBuffer<float> device_norm(norm), device_q_norm(q_norm),
+                    device_k_norm(k_norm);
+                DeviceBuffer<uint8_t> device_wq(wq), device_wk(wk), device_wv(wv);
+                gpu::QkvWeights w{device_wq.data(),   device_wk.data(),   device_wv.data(),
+                                  nullptr,            nullptr,            nullptr,
+                                  uint32_t(types[0]), uint32_t(types[1]), uint32_t(types[2])};
+                w.q_norm = device_q_norm.data();
+                w.k_norm = device_k_norm.data();
+                // The scratch's counters start at zero and must be back at zero after each
+                // launch: two positions in a row on one scratch, as a graph replays it.
+                const int n_rows = heads.n_heads + heads.n_kv_heads;
+                DeviceBuffer<float> head_rows = poisoned(size_t(n_rows) * heads.head_dim);
+                DeviceBuffer<int> head_done(std::vector<int>(n_rows, 0));
+                const int capacity = 40;
+                const size_t cache_size = size_t(capacity) * kv_dim;
+                DeviceBuffer<uint8_t> k_cache = poisoned_cache(cache_size, cache_type);
+                DeviceBuffer<uint8_t> v_cache = poisoned_cache(cache_size, cache_type);
+                for (int position : {37, 3}) {
+                    CAPTURE(position);
+                    std::vector<float> x = random_values(d, 50 + position, -2.0f, 2.0f);
+                    std::vector<float> h(d), q(q_dim), k(kv_dim), v(kv_dim);
+                    rmsnorm(h.data(), x.data(), norm.data(), 1, d, eps);
+                    decode_matmul(q.data(), h.data(), wq, types[0], d, q_dim);
+                    decode_matmul(k.data(), h.data(), wk, types[1], d, kv_dim);
+                    decode_matmul(v.data(), h.data(), wv, types[2], d, kv_dim);
+                    qk_norm(q.data(), q_norm.data(), 1, heads.n_heads, heads.head_dim, eps);
+                    qk_norm(k.data(), k_norm.data(), 1, heads.n_kv_heads, heads.head_dim, eps);
+                    rope(q.data(), 1, heads.n_heads, heads.head_dim, position, base);
+                    rope(k.data(), 1, heads.n_kv_heads, heads.head_dim, position, base);
+
+                    DeviceBuffer<float> device_x(x), out_q = poisoned(q_dim);
+                    DeviceBuffer<int32_t> slots = slots_at(0, position);
+                    DeviceQ8Vector x_q8 = q8_scratch(d);
+                    gpu::qkv_rope_cache(out_q.data(), k_cache.data(), v_cache.data(), cache_type,
+                                        device_x.data(), device_norm.data(), eps, w, d, heads,
+                                        base, as_slots(slots),
+                                        gpu::HeadNormScratch{head_rows.data(), head_done.data()},
+                                        x_q8.view(), false, nullptr);
+                    // The products' tolerance (the test above); the norm then divides sums of
+                    // order 1 by an rms of order 1, keeping their relative error, and multiplies
+                    // by weights up to 2: 2e-4 + 2e-4 relative. A norm over the wrong span, a
+                    // missing weight or a head finished before all its blocks are in is off by
+                    // far more (an unwritten value is NaN).
+                    check_close(out_q.download(), q, {2e-4, 2e-4}, heads.head_dim);
+                    const Tolerance row_tolerance = cache_type == CacheType::F16
+                                                        ? Tolerance{2e-4, 1e-3}
+                                                        : Tolerance{2e-4, 2e-4};
+                    const std::vector<float> keys = cache_values(k_cache.download(), cache_type);
+                    const std::vector<float> values =
+                        cache_values(v_cache.download(), cache_type);
+                    check_close(rows_of(keys, position, 1, kv_dim), k, row_tolerance,
+                                heads.head_dim);
+                    check_close(rows_of(values, position, 1, kv_dim), v, row_tolerance,
+                                heads.head_dim);
+                    CHECK(head_done.download() == std::vector<int>(n_rows, 0));
+                }
+                CHECK(all_nan(rows_of(cache_values(k_cache.download(), cache_type), 38, 2,
+                                      kv_dim)));
             }
         }
     }
@@ -914,8 +1044,18 @@ TEST_CASE("the fused kernels refuse what they cannot read, in one line") {
                             uint32_t(GgmlType::F16)};
     CHECK_THROWS_WITH_AS(
         gpu::qkv_rope_cache(nullptr, nullptr, nullptr, CacheType::F32, nullptr, nullptr, 1e-6f, w,
-                            64, {2, 1, 33}, 1e6f, nullptr, Q8Vector{}, false, nullptr),
+                            64, {2, 1, 33}, 1e6f, nullptr, gpu::HeadNormScratch{}, Q8Vector{},
+                            false, nullptr),
         "gpu::qkv_rope_cache needs an even head_dim, not 33", Error);
+    // Step 13: QK-norm's blocks of 4 pairs must not straddle two heads.
+    const float norm_weights[1] = {1.0f};
+    gpu::QkvWeights normed = w;
+    normed.q_norm = normed.k_norm = norm_weights;  // never read: the check comes first
+    CHECK_THROWS_WITH_AS(
+        gpu::qkv_rope_cache(nullptr, nullptr, nullptr, CacheType::F32, nullptr, nullptr, 1e-6f,
+                            normed, 64, {2, 1, 12}, 1e6f, nullptr, gpu::HeadNormScratch{},
+                            Q8Vector{}, false, nullptr),
+        "gpu::qkv_rope_cache normalizes heads of a multiple of 8 values, not 12", Error);
     CHECK_THROWS_WITH_AS(gpu::gate_up_swiglu(nullptr, nullptr, nullptr, 1e-6f, nullptr, nullptr,
                                              uint32_t(GgmlType::Q4_1), 64, 64, Q8Vector{}, false,
                                              Q8Vector{}, nullptr, nullptr),

@@ -61,10 +61,45 @@ private:
     const LoadProgress& progress_;
 };
 
+// Step 13: which optional attention tensors the model has, from block 0 (every block must then
+// have them).
+static AttentionParts attention_parts(const GgufFile& file) {
+    AttentionParts parts;
+    parts.qkv_bias = file.find("blk.0.attn_q.bias") != nullptr;
+    parts.qk_norm = file.find("blk.0.attn_q_norm.weight") != nullptr;
+    return parts;
+}
+
+// Block `layer`'s tensors, q_dim = n_heads * head_dim wide for Q and Wo's input.
+static LayerWeights read_layer(TensorChecker& checker, const ModelConfig& config,
+                               const AttentionParts& parts, uint32_t layer) {
+    const uint32_t d = config.d_model, d_ff = config.d_ff, head_dim = config.head_dim;
+    const uint32_t q_dim = config.n_heads * head_dim, kv_dim = config.n_kv_heads * head_dim;
+    const std::string prefix = "blk." + std::to_string(layer) + ".";
+    LayerWeights w;
+    w.attn_norm = checker.vector(prefix + "attn_norm.weight", d);
+    w.attn_q = checker.matrix(prefix + "attn_q.weight", d, q_dim);
+    w.attn_k = checker.matrix(prefix + "attn_k.weight", d, kv_dim);
+    w.attn_v = checker.matrix(prefix + "attn_v.weight", d, kv_dim);
+    if (parts.qkv_bias) {
+        w.attn_q_bias = checker.vector(prefix + "attn_q.bias", q_dim);
+        w.attn_k_bias = checker.vector(prefix + "attn_k.bias", kv_dim);
+        w.attn_v_bias = checker.vector(prefix + "attn_v.bias", kv_dim);
+    }
+    if (parts.qk_norm) {
+        w.attn_q_norm = checker.vector(prefix + "attn_q_norm.weight", head_dim);
+        w.attn_k_norm = checker.vector(prefix + "attn_k_norm.weight", head_dim);
+    }
+    w.attn_output = checker.matrix(prefix + "attn_output.weight", q_dim, d);
+    w.ffn_norm = checker.vector(prefix + "ffn_norm.weight", d);
+    w.ffn_gate = checker.matrix(prefix + "ffn_gate.weight", d, d_ff);
+    w.ffn_up = checker.matrix(prefix + "ffn_up.weight", d, d_ff);
+    w.ffn_down = checker.matrix(prefix + "ffn_down.weight", d_ff, d);
+    return w;
+}
+
 Weights load_weights(const GgufFile& file, const ModelConfig& config,
                      const LoadProgress& progress) {
-    if (config.architecture != "qwen2")
-        fail("architecture '%s' is not supported (only qwen2)", config.architecture.c_str());
     const TensorInfo& embeddings = file.get("token_embd.weight");
     // The vocabulary size comes from the tokenizer's token list when the file has one.
     uint64_t n_vocab = config.n_vocab > 0 ? config.n_vocab : embeddings.n_rows();
@@ -72,34 +107,19 @@ Weights load_weights(const GgufFile& file, const ModelConfig& config,
         fail("tensor 'token_embd.weight' has %llu rows, too many for 32-bit token ids",
              (unsigned long long)n_vocab);
 
-    uint32_t d = config.d_model;
-    uint32_t q_dim = config.n_heads * config.head_dim;
-    uint32_t kv_dim = config.n_kv_heads * config.head_dim;
-    uint32_t d_ff = config.d_ff;
-    bool tied = file.find("output.weight") == nullptr;
-    size_t total = 2 + (tied ? 0 : 1) + size_t(config.n_layers) * 12;
+    const uint32_t d = config.d_model;
+    const AttentionParts parts = attention_parts(file);
+    const bool tied = file.find("output.weight") == nullptr;
+    const size_t per_layer = 9 + (parts.qkv_bias ? 3 : 0) + (parts.qk_norm ? 2 : 0);
+    const size_t total = 2 + (tied ? 0 : 1) + size_t(config.n_layers) * per_layer;
     TensorChecker checker(file, total, progress);
 
     Weights weights;
     weights.n_vocab = int(n_vocab);
+    weights.attention = parts;
     weights.token_embd = checker.matrix("token_embd.weight", d, uint32_t(n_vocab));
-    for (uint32_t layer = 0; layer < config.n_layers; layer++) {
-        std::string prefix = "blk." + std::to_string(layer) + ".";
-        LayerWeights w;
-        w.attn_norm = checker.vector(prefix + "attn_norm.weight", d);
-        w.attn_q = checker.matrix(prefix + "attn_q.weight", d, q_dim);
-        w.attn_q_bias = checker.vector(prefix + "attn_q.bias", q_dim);
-        w.attn_k = checker.matrix(prefix + "attn_k.weight", d, kv_dim);
-        w.attn_k_bias = checker.vector(prefix + "attn_k.bias", kv_dim);
-        w.attn_v = checker.matrix(prefix + "attn_v.weight", d, kv_dim);
-        w.attn_v_bias = checker.vector(prefix + "attn_v.bias", kv_dim);
-        w.attn_output = checker.matrix(prefix + "attn_output.weight", q_dim, d);
-        w.ffn_norm = checker.vector(prefix + "ffn_norm.weight", d);
-        w.ffn_gate = checker.matrix(prefix + "ffn_gate.weight", d, d_ff);
-        w.ffn_up = checker.matrix(prefix + "ffn_up.weight", d, d_ff);
-        w.ffn_down = checker.matrix(prefix + "ffn_down.weight", d_ff, d);
-        weights.layers.push_back(std::move(w));
-    }
+    for (uint32_t layer = 0; layer < config.n_layers; layer++)
+        weights.layers.push_back(read_layer(checker, config, parts, layer));
     weights.output_norm = checker.vector("output_norm.weight", d);
     weights.tied_output = tied;
     weights.output =
