@@ -5,6 +5,8 @@
 //   make step13 && ./step13 models/tiny-qwen2.gguf -p "Once upon a time," -n 32 --seed 42
 //   ./step13 models/qwen2.5-coder-0.5b-instruct.gguf -i          chat; /reset, /exit
 //   ./step13 models/qwen2.5-coder-0.5b-instruct.gguf -f long_prompt.txt -n 0     a prompt's speed
+//   ./step13 qwen3-0.6b.gguf -i --no-think          Qwen3's template without the reasoning
+//   ./step13 models/tiny-qwen2.gguf --tokenize -p "Hello"           the prompt's ids, and exit
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -14,6 +16,7 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -40,6 +43,7 @@
 #include "model_config.h"
 #include "perplexity.h"
 #include "quant_dot.h"
+#include "reply_stream.h"
 #include "sampler.h"
 #include "timer.h"
 #include "tokenizer.h"
@@ -78,10 +82,12 @@ struct Options {
     std::string prompt;
     bool has_prompt = false;
     bool interactive = false;
-    std::string system_prompt = kDefaultSystemPrompt;
+    std::optional<std::string> system_prompt;  // --system; none: the template's default
     int n_new = 256;
     bool chat = false;
+    bool enable_thinking = true;  // --no-think: false
     bool print_ids = false;
+    bool tokenize = false;         // --tokenize: print the prompt's ids and exit
     std::string dump_logits_path;  // empty: no dump
     int threads = 0;               // 0: OpenMP's default (every core, or OMP_NUM_THREADS)
     int context_limit = 0;         // 0: the model's context length, at most 4096
@@ -117,7 +123,9 @@ static std::vector<Flag> flag_table(Options& o) {
          "chat, one user turn per line of stdin (or of a pipe):\n"
          "/reset starts a new conversation, /exit quits",
          [&o](const char*) { o.interactive = true; }},
-        {"--system", "TEXT", "the system turn's text (default: Qwen2.5's)",
+        {"--system", "TEXT",
+         "the system turn's text (default: the template's, Qwen2.5's\n"
+         "system prompt; Qwen3's has no system turn)",
          [&o](const char* v) { o.system_prompt = v; }},
         {"-n", "N",
          "tokens to generate, per reply with -i (default 256;\n"
@@ -126,11 +134,20 @@ static std::vector<Flag> flag_table(Options& o) {
              o.n_new = int(parse_int_in(v, "-n", 0, INT_MAX, "a count of 0 or more"));
          }},
         {"--chat", nullptr,
-         "wrap the prompt in ChatML: the system turn, the prompt\n"
-         "as the user turn, then the generation prompt",
+         "wrap the prompt in the file's chat template: the system\n"
+         "turn, the prompt as the user turn, then the generation\n"
+         "prompt",
          [&o](const char*) { o.chat = true; }},
+        {"--no-think", nullptr,
+         "with Qwen3's template (--chat, -i): no reasoning, the\n"
+         "generation prompt ends in an empty <think></think> block",
+         [&o](const char*) { o.enable_thinking = false; }},
         {"--ids", nullptr, "print the generated token ids instead of text",
          [&o](const char*) { o.print_ids = true; }},
+        {"--tokenize", nullptr,
+         "print the prompt's token ids (-p or -f; with --chat, of\n"
+         "the rendered conversation) on one line and exit",
+         [&o](const char*) { o.tokenize = true; }},
         {"--dump-logits", "PATH",
          "write the logits of the last prompt position to PATH\n"
          "(n_vocab little-endian float32 values)",
@@ -270,6 +287,8 @@ static Options parse_options(int argc, char** argv) {
         options.model_path = argument;
     });
     if (options.model_path.empty()) fail("no model given");
+    if (options.tokenize && (options.interactive || !options.perplexity_path.empty()))
+        fail("--tokenize prints the ids of -p or -f: give it without -i or --perplexity");
     if (!options.perplexity_path.empty()) {
         if (options.interactive || options.has_prompt || options.check)
             fail("--perplexity reads its text from FILE: give it without -p, -f, -i or --check");
@@ -283,7 +302,7 @@ static Options parse_options(int argc, char** argv) {
         fail("-i is a chat in text: --chat, --ids and --dump-logits do not apply");
     if (!options.interactive && !options.has_prompt)
         fail("no prompt given: use -p TEXT, -f FILE or -i");
-    if (options.has_prompt && options.prompt.empty() && !options.chat)
+    if (options.has_prompt && options.prompt.empty() && !options.chat && !options.tokenize)
         fail("the prompt is empty: there is nothing to continue");
     // A seed printed at the start repeats the run when passed back with --seed.
     if (!options.has_seed) options.sampling.seed = std::random_device()();
@@ -303,16 +322,42 @@ static int choose_context_limit(const Options& options, const ModelConfig& confi
                                      : int(std::min(config.context_length, 4096u));
 }
 
-// The prompt's tokens, wrapped in ChatML with --chat (none with -i or --perplexity), refused when
-// they do not fit in the context: the tokenizer is all this needs, so it is refused before the
-// weights load.
+// The file's chat template, with thinking as --no-think says.
+static ChatTemplate chat_template_of(const Options& options, const GgufMetadata& metadata) {
+    ChatTemplate chat_template = read_chat_template(metadata);
+    chat_template.enable_thinking = options.enable_thinking;
+    return chat_template;
+}
+
+// The prompt's text: with --chat, a conversation of the system turn (if any) and the prompt as
+// the user turn, rendered with the file's template and the generation prompt.
+static std::string prompt_text(const Options& options, const ChatTemplate& chat_template) {
+    if (!options.chat) return options.prompt;
+    std::vector<ChatMessage> messages;
+    if (options.system_prompt) messages.push_back({"system", *options.system_prompt});
+    messages.push_back({"user", options.prompt});
+    return render_chat(chat_template, messages, true);
+}
+
+// --tokenize: the prompt's ids on one line, as llama.cpp's llama-tokenize prints them with
+// --ids but space-separated. Only the vocabulary is read: a vocab-only file will do.
+static void print_prompt_ids(const Options& options) {
+    GgufFile file = open_gguf(options.model_path);
+    const Tokenizer tokenizer(read_vocabulary(file.metadata));
+    const std::vector<int32_t> ids =
+        tokenizer.encode(prompt_text(options, chat_template_of(options, file.metadata)));
+    std::string line;
+    for (int32_t id : ids) line += (line.empty() ? "" : " ") + std::to_string(id);
+    std::printf("%s\n", line.c_str());
+}
+
+// The prompt's tokens, wrapped in the chat template with --chat (none with -i or --perplexity),
+// refused when they do not fit in the context: the tokenizer is all this needs, so it is
+// refused before the weights load.
 static std::vector<int32_t> encode_prompt(const Options& options, const Tokenizer& tokenizer,
-                                          int context_limit) {
+                                          const ChatTemplate& chat_template, int context_limit) {
     if (options.interactive || !options.perplexity_path.empty()) return {};  // read later
-    std::string text = options.prompt;
-    if (options.chat)
-        text = render_chatml({{"system", options.system_prompt}, {"user", text}}, true);
-    std::vector<int32_t> prompt = tokenizer.encode(text);
+    std::vector<int32_t> prompt = tokenizer.encode(prompt_text(options, chat_template));
     if (prompt.size() > size_t(context_limit))
         fail("the prompt has %zu tokens, more than the context limit of %d (-c)", prompt.size(),
              context_limit);
@@ -553,9 +598,10 @@ struct Runner {
                    : cpu_threads();
     }
 
-    void clear_caches() {
-        cache.clear();
-        device_cache.clear();
+    // Forgets every position from n on, in each cache (all of them for n = 0).
+    void keep_positions(int n) {
+        cache.n_filled = std::min(cache.n_filled, n);
+        device_cache.n_filled = std::min(device_cache.n_filled, n);
     }
 
     void print_check_summary() const {
@@ -601,11 +647,14 @@ static Sampler announce_sampler(const SamplerSettings& sampling) {
 
 // -i: a conversation on the caches, one user turn per line of stdin (chat.h).
 static void run_chat_mode(const Options& options, Runner& runner, const Tokenizer& tokenizer,
-                          int context_limit) {
+                          const ChatTemplate& chat_template, int context_limit) {
     Sampler sampler = announce_sampler(options.sampling);
-    ChatModel chat_model{runner.model_step, context_limit, [&runner] { runner.clear_caches(); }};
+    ChatModel chat_model{runner.model_step, context_limit,
+                         [&runner](int n) { runner.keep_positions(n); }};
     ChatSettings chat;
+    chat.chat_template = chat_template;
     chat.system_prompt = options.system_prompt;
+    chat.styled = isatty(fileno(stdout));
     chat.max_new_tokens = options.n_new;
     chat.echo_input = !isatty(fileno(stdin));  // piped turns appear in the transcript
     chat.more_stats = [&runner](const GenerationStats& stats) { return runner.more_stats(stats); };
@@ -613,12 +662,14 @@ static void run_chat_mode(const Options& options, Runner& runner, const Tokenize
     runner.print_check_summary();
 }
 
-// Generates after the prompt, printing each token's text (or id, with --ids) as it comes, then
-// the timing line on stderr.
+// Generates after the prompt, printing each token's text (or id, with --ids) as it comes, a
+// thinking template's reasoning dimmed on a terminal, then the timing line on stderr.
 static void run_generation(const Options& options, Runner& runner, const Tokenizer& tokenizer,
-                           const std::vector<int32_t>& prompt, int context_limit) {
+                           const ChatTemplate& chat_template, const std::vector<int32_t>& prompt,
+                           int context_limit) {
     Sampler sampler = announce_sampler(options.sampling);
     StreamDecoder decoder(tokenizer);
+    ReplyPrinter printer(chat_template.kind == TemplateKind::Qwen3Thinking, isatty(fileno(stdout)));
     std::vector<float> prompt_logits;  // (n_vocab) for --dump-logits
     bool first_id = true;
     GenerationStats stats = generate(
@@ -626,13 +677,14 @@ static void run_generation(const Options& options, Runner& runner, const Tokeniz
         [&](int32_t id) {
             if (tokenizer.is_end_of_generation(id)) return false;
             if (options.print_ids) std::printf(first_id ? "%d" : " %d", id);
-            else std::fputs(decoder.push(id).c_str(), stdout);
+            else std::fputs(printer.push(decoder.push(id)).c_str(), stdout);
             std::fflush(stdout);
             first_id = false;
             return true;
         },
         options.dump_logits_path.empty() ? nullptr : &prompt_logits);
-    if (!options.print_ids) std::fputs(decoder.flush().c_str(), stdout);
+    if (!options.print_ids)
+        std::fputs((printer.push(decoder.flush()) + printer.finish()).c_str(), stdout);
     if (!first_id) std::printf("\n");
     std::fflush(stdout);  // the text before the timing line, also when stdout is a pipe
     if (!options.dump_logits_path.empty()) write_f32_le(options.dump_logits_path, prompt_logits);
@@ -668,6 +720,10 @@ int main(int argc, char** argv) {
     }
 
     try {
+        if (options.tokenize) {
+            print_prompt_ids(options);
+            return 0;
+        }
         // OpenMP's wait policy stays its default: a thread that finishes its share of a loop
         // spins a while before it sleeps, the faster choice when the machine has nothing else
         // to do. Where other work holds a core, the spinning threads wait for a thread that
@@ -680,8 +736,10 @@ int main(int argc, char** argv) {
         GgufFile file = open_gguf(options.model_path);
         ModelConfig config = read_model_config(file.metadata);
         Tokenizer tokenizer(read_vocabulary(file.metadata));
+        const ChatTemplate chat_template = chat_template_of(options, file.metadata);
         const int context_limit = choose_context_limit(options, config);
-        const std::vector<int32_t> prompt = encode_prompt(options, tokenizer, context_limit);
+        const std::vector<int32_t> prompt =
+            encode_prompt(options, tokenizer, chat_template, context_limit);
         Weights weights = load_model_weights(file, config, load_timer);
         if (device == Device::Cpu && !why_no_gpu.empty())
             std::fprintf(stderr, "no CUDA device (%s): running on the CPU\n", why_no_gpu.c_str());
@@ -689,8 +747,9 @@ int main(int argc, char** argv) {
         if (!options.perplexity_path.empty())
             run_perplexity(options.perplexity_path, context_limit, tokenizer, weights.n_vocab,
                            runner.chunk_logits());
-        else if (options.interactive) run_chat_mode(options, runner, tokenizer, context_limit);
-        else run_generation(options, runner, tokenizer, prompt, context_limit);
+        else if (options.interactive)
+            run_chat_mode(options, runner, tokenizer, chat_template, context_limit);
+        else run_generation(options, runner, tokenizer, chat_template, prompt, context_limit);
     } catch (const Error& error) {
         std::fprintf(stderr, "error: %s\n", error.what());
         return 1;

@@ -184,6 +184,12 @@ bool Tokenizer::is_end_of_generation(int32_t id) const {
            end_of_generation_ids_.end();
 }
 
+bool Tokenizer::is_added(int32_t id) const {
+    check_id(id);
+    const int32_t type = vocabulary_.token_types[size_t(id)];
+    return type == kTokenControl || type == kTokenUserDefined;
+}
+
 const Vocabulary& Tokenizer::vocabulary() const { return vocabulary_; }
 
 StreamDecoder::StreamDecoder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}

@@ -1,9 +1,9 @@
-// tokenizer.h - text <-> token ids for Qwen2.5, exactly as HF tokenizers does it.
+// tokenizer.h - text <-> token ids for Qwen2.5 and Qwen3, exactly as HF tokenizers does it.
 //
 // encode(text):
-//   1. Cut out the added tokens (<|im_start|>, <tool_call>, ...: the CONTROL and USER_DEFINED
-//      entries of the vocabulary) wherever they appear in the text as given, longest match
-//      first. Each becomes its own id and never reaches BPE.
+//   1. Cut out the added tokens (<|im_start|>, <tool_call>, Qwen3's <think>, ...: the CONTROL
+//      and USER_DEFINED entries of the vocabulary) wherever they appear in the text as given,
+//      longest match first. Each becomes its own id and never reaches BPE.
 //   2. Normalize each stretch of text between them to Unicode NFC (nfc.h), on its own.
 //   3. Split it with the Qwen2 pre-tokenizer (pretokenizer.h).
 //   4. Encode each piece with byte-level BPE (bpe.h).
@@ -60,6 +60,9 @@ public:
     int32_t n_vocab() const;
     int32_t find_token(const std::string& token_text) const;  // -1 when absent
     bool is_end_of_generation(int32_t id) const;  // <|im_end|>, <|endoftext|> (and eos), by text
+    // An added token (CONTROL or USER_DEFINED: <|im_start|>, <think>, ...): encode() cuts the text
+    // at each, so the text up to one and the text after it are encoded apart.
+    bool is_added(int32_t id) const;
     const Vocabulary& vocabulary() const;
 
 private:
