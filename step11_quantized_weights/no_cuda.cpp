@@ -81,8 +81,7 @@ void decode_attention(float*, const float*, const void*, const void*, CacheType,
                       HeadShape, const DecodeSlots*, Q8Vector, Stream) {
     no_gpu_code();
 }
-void matvec_add(float*, const float*, const void*, uint32_t, int, int, Q8Vector, bool,
-                const NormedQ8*, Stream) {
+void matvec_add(float*, const float*, const void*, uint32_t, int, int, Q8Vector, bool, Stream) {
     no_gpu_code();
 }
 void gate_up_swiglu(float*, const float*, const float*, float, const void*, const void*, uint32_t,

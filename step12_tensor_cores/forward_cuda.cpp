@@ -178,15 +178,21 @@ static int qkv_launches(const DeviceLayerWeights& layer) {
 
 int kernels_per_decode_step(const ModelConfig& config, const DeviceWeights& weights) {
     const HeadShape heads{int(config.n_heads), int(config.n_kv_heads), int(config.head_dim)};
+    const int n_layers = int(weights.layers.size());
     int n = 1 + 2;  // embedding; LM head, next token
     // Step 11: the first layer's 8-bit input, rounded after the embedding (or the LM head's).
-    if (weights.layers.empty() ? is_block_type(lm_head(weights).type)
-                               : qkv_reads_blocks(weights.layers[0]))
+    if (n_layers == 0 ? is_block_type(lm_head(weights).type) : qkv_reads_blocks(weights.layers[0]))
         n++;
-    for (const DeviceLayerWeights& layer : weights.layers) {
+    for (int l = 0; l < n_layers; l++) {
+        const DeviceLayerWeights& layer = weights.layers[l];
         n += qkv_launches(layer) + 5;  // attention's 2, Wo, gate/up, down
         // Wo's input, when the attention cannot round it.
         if (is_block_type(layer.attn_output.type) && !wo_reads_merged_q8(layer, heads)) n++;
+        // The feed-forward's input after Wo, the next layer's (or the LM head's) after down.
+        if (is_block_type(layer.ffn_gate.type)) n++;
+        const bool last = l + 1 == n_layers;
+        if (last ? is_block_type(lm_head(weights).type) : qkv_reads_blocks(weights.layers[l + 1]))
+            n++;
     }
     return n;
 }
@@ -209,8 +215,6 @@ void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
     const int n_layers = int(weights.layers.size());
     const DeviceMatrix& head = lm_head(weights);
     const Q8Vector normed_q8 = b.normed_q8.view(), input_q8 = b.input_q8.view();
-    int* sublayer_done = b.done.data();   // the residual products' last-block counter
-    int* group_done = b.done.data() + 1;  // gate/up's, one a group of 32 rows
 
     embedding(b.x.data(), weights.token_embd.data.data(), weights.token_embd.type, token, 1, d,
               stream);
@@ -228,28 +232,27 @@ void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
         decode_attention(b.attn.data(), b.q.data(), cache.keys(l), cache.values(l), cache.type,
                          b.attention_scratch.data(), cache.capacity, heads, slots,
                          merge_writes_q8 ? input_q8 : Q8Vector{}, stream);
-        // Wo completes x; its last block rounds the feed-forward's normalized input.
-        const bool ffn_blocks = is_block_type(layer.ffn_gate.type);
-        const NormedQ8 ffn_input{normed_q8, layer.ffn_norm.data(), eps, sublayer_done};
+        // Wo completes x; the feed-forward's normalized input is rounded after it.
         matvec_add(b.x.data(), b.attn.data(), layer.attn_output.data.data(), layer.attn_output.type,
-                   q_dim, d, input_q8, merge_writes_q8, ffn_blocks ? &ffn_input : nullptr, stream);
+                   q_dim, d, input_q8, merge_writes_q8, stream);
+        if (is_block_type(layer.ffn_gate.type))
+            quantize_q8(normed_q8, b.x.data(), layer.ffn_norm.data(), eps, d, stream);
         // Feed-forward sublayer: x += Wdown swiglu(Wgate h, Wup h), h = rmsnorm(x).
         const bool down_blocks = is_block_type(layer.ffn_down.type);
         gate_up_swiglu(b.ffn.data(), b.x.data(), layer.ffn_norm.data(), eps,
                        layer.ffn_gate.data.data(), layer.ffn_up.data.data(), layer.ffn_gate.type, d,
-                       d_ff, normed_q8, true, down_blocks ? input_q8 : Q8Vector{}, group_done,
+                       d_ff, normed_q8, true, down_blocks ? input_q8 : Q8Vector{}, b.group_done.data(),
                        stream);
-        // down completes x; its last block rounds the next layer's (or the LM head's) input.
-        const bool last = l + 1 == n_layers;
-        const bool next_blocks =
-            last ? is_block_type(head.type) : qkv_reads_blocks(weights.layers[l + 1]);
-        const NormedQ8 next_input{
-            normed_q8, last ? weights.output_norm.data() : weights.layers[l + 1].attn_norm.data(),
-            eps, sublayer_done};
+        // down completes x; the next layer's (or the LM head's) input is rounded after it.
         matvec_add(b.x.data(), b.ffn.data(), layer.ffn_down.data.data(), layer.ffn_down.type, d_ff,
-                   d, input_q8, true, next_blocks ? &next_input : nullptr, stream);
+                   d, input_q8, true, stream);
+        const bool last = l + 1 == n_layers;
+        if (last ? is_block_type(head.type) : qkv_reads_blocks(weights.layers[l + 1]))
+            quantize_q8(normed_q8, b.x.data(),
+                        last ? weights.output_norm.data() : weights.layers[l + 1].attn_norm.data(),
+                        eps, d, stream);
     }
-    // (the last down wrote the LM head's 8-bit input; with no layers, the LM head rounds it)
+    // (the LM head's 8-bit input was rounded after the last down; with no layers, it rounds it)
     lm_head_argmax(b.logits.data(), b.argmax_scratch.data(), b.x.data(), weights.output_norm.data(),
                    eps, head.data.data(), head.type, d, weights.n_vocab, slots, normed_q8,
                    n_layers > 0, stream);
@@ -285,7 +288,7 @@ Decoder::Decoder(const ModelConfig& config, const DeviceWeights& weights, Device
     auto whole_blocks = [](int n) { return (n + kQ8BlockSize - 1) / kQ8BlockSize * kQ8BlockSize; };
     buffers_.normed_q8.resize(whole_blocks(int(config.d_model)));
     buffers_.input_q8.resize(whole_blocks(std::max(heads.n_heads * heads.head_dim, int(config.d_ff))));
-    buffers_.done.upload(std::vector<int>(1 + whole_blocks(int(config.d_ff)) / kQ8BlockSize, 0));
+    buffers_.group_done.upload(std::vector<int>(whole_blocks(int(config.d_ff)) / kQ8BlockSize, 0));
 }
 
 int32_t Decoder::next_token(const std::vector<int32_t>& new_ids, std::vector<float>* logits) {

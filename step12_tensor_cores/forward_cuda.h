@@ -77,17 +77,18 @@ struct DecodeBuffers {
     DeviceBuffer<float> logits;             // (n_vocab)
     DeviceBuffer<float> attention_scratch;  // the chunks' partial results, for a full cache
     DeviceBuffer<uint8_t> argmax_scratch;   // the LM head blocks' winners
-    // Step 11: block matrices' inputs rounded to 8 bits, each written by the kernel before
-    DeviceQ8Vector normed_q8;  // (d_model) rmsnorm(x) * g, for QKV, gate/up and the LM head
-    DeviceQ8Vector input_q8;   // (max(n_heads * head_dim, d_ff)) the input of Wo or down
-    DeviceBuffer<int> done;    // (1 + d_ff / 32) the counters of the blocks that round them
+    // Step 11: block matrices' inputs rounded to 8 bits
+    DeviceQ8Vector normed_q8;       // (d_model) rmsnorm(x) * g, for QKV, gate/up and the LM head
+    DeviceQ8Vector input_q8;        // (max(n_heads * head_dim, d_ff)) the input of Wo or down
+    DeviceBuffer<int> group_done;   // (d_ff / 32) gate/up's blocks that round down's input
 };
 
 // Kernels in one decode step: the embedding, 6 a layer (7 where V's type on the device is not
 // Q's and K's and no published pairing, 8 where all three differ), the LM head and the final
-// argmax, and (step 11) one quantize_q8 after the embedding when the first layer's Q, K or V is
-// a block type, and one before Wo where the attention cannot write its input (head_dim not a
-// multiple of 32): every other 8-bit input is written by the kernel that produces it.
+// argmax, and (step 11) a quantize_q8 for each normalized input a block matrix reads (after the
+// embedding, after Wo and after down), and one before Wo where the attention cannot write its
+// input (head_dim not a multiple of 32); Wo's and down's inputs are rounded by the kernels that
+// produce them.
 int kernels_per_decode_step(const ModelConfig& config, const DeviceWeights& weights);
 
 // Launches one decode step on `stream`: it runs the token in the slots at their position,

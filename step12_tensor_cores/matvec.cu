@@ -1,10 +1,8 @@
 // matvec.cu - matmul for one token: out = W x, a warp (or a few) per output row. Its CPU twin
 // is ops_cpu.cpp's matmul with one token; matmul.cu chooses it, and matvec_add adds the
 // product to out (the residual add, fused into the product).
-// A block matrix's product can also take x rounded to 8 bits (x_q8), as the CPU's does; the
-// block product that completes the residual stream can round its normalized value for the next.
-// Written in step 9; last changed in step 11 (weights of any type, 8-bit activations, the next
-// product's 8-bit input in the last block).
+// A block matrix's product can also take x rounded to 8 bits (x_q8), as the CPU's does.
+// Written in step 9; last changed in step 11 (weights of any type, 8-bit activations).
 //
 // Decode multiplies each weight matrix by one vector, so it is a read of W and little else:
 // 2 bytes per F16 weight for 2 floating-point operations. Its speed is the speed at which W
@@ -56,12 +54,10 @@ __device__ float dot_piece(const Piece& piece, int p, const float* x, const Weig
 
 // warps_per_row is 1 (4 rows a block) or kMatvecWarps (1 row a block). With `accumulate` the
 // result is added to out. With x_q8.q (block types only) the row is multiplied with x's 8-bit
-// values, a slice of 32 weights a lane, not with x. With next.done, the last block to finish
-// rounds rmsnorm(out) into next.out (the next product's input).
+// values, a slice of 32 weights a lane, not with x.
 template <typename Weight>
 __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int in_dim, int out_dim,
-                              int warps_per_row, bool vectorized, bool accumulate, Q8Vector x_q8,
-                              NormedQ8 next) {
+                              int warps_per_row, bool vectorized, bool accumulate, Q8Vector x_q8) {
     // BEGIN SOLUTION step09 matvec_kernel
     __shared__ float partial_sums[kMatvecWarps];
     constexpr int kPerLoad = kPieceWeights<Weight>, kBatch = kLoadBatchOf<Weight>;
@@ -122,21 +118,18 @@ __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int i
         }
     }
     // END SOLUTION
-    if (next.done && last_block_done(next.done, gridDim.x))
-        quantize_blocks(next.out, out, next.norm_weight, next.eps, out_dim, 0, kMatvecWarps);
 }
 
 template <typename Weight>
 static void launch_matvec(float* out, const float* x, const Weight* w, int in_dim, int out_dim,
                           bool accumulate = false, Stream stream = nullptr,
-                          Q8Vector x_q8 = Q8Vector{}, const NormedQ8* next = nullptr) {
+                          Q8Vector x_q8 = Q8Vector{}) {
     const bool vectorized = pieces_fit<Weight>(in_dim, w, x);
     const int warps_per_row = in_dim >= kWeightsToSplitRow ? kMatvecWarps : 1;
     const int rows_per_block = kMatvecWarps / warps_per_row;
     const unsigned blocks = unsigned((int64_t(out_dim) + rows_per_block - 1) / rows_per_block);
     launch_kernel("matvec_kernel", matvec_kernel<Weight>, blocks, kMatvecWarps * kWarpSize, stream,
-                  out, x, w, in_dim, out_dim, warps_per_row, vectorized, accumulate, x_q8,
-                  next ? *next : NormedQ8{});
+                  out, x, w, in_dim, out_dim, warps_per_row, vectorized, accumulate, x_q8);
 }
 
 void matvec(float* out, const float* x, const void* w, uint32_t w_type, int in_dim,
@@ -150,14 +143,14 @@ void matvec(float* out, const float* x, const void* w, uint32_t w_type, int in_d
 // x += W in, for the decode step: matvec with the residual add in its epilogue; a block
 // matrix takes `in` rounded to 8 bits (in_q8), rounded here unless in_q8_written.
 void matvec_add(float* x, const float* in, const void* w, uint32_t w_type, int in_dim, int out_dim,
-                Q8Vector in_q8, bool in_q8_written, const NormedQ8* next, Stream stream) {
+                Q8Vector in_q8, bool in_q8_written, Stream stream) {
     if (out_dim == 0) return;
     const bool blocks = is_block_type(w_type);
     with_weight_type(w_type, "matvec_add", [&](auto tag) {
         using Weight = typename decltype(tag)::type;
         if (blocks && !in_q8_written) quantize_q8(in_q8, in, nullptr, 0.0f, in_dim, stream);
         launch_matvec(x, in, static_cast<const Weight*>(w), in_dim, out_dim, true, stream,
-                      blocks ? in_q8 : Q8Vector{}, next);
+                      blocks ? in_q8 : Q8Vector{});
     });
 }
 

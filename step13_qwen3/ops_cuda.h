@@ -144,26 +144,16 @@ struct HeadShape {
 // with the blocks in integers (dp4a), as the CPU's matmul_q8 does: the same 8-bit values, so
 // the same integer sums. An F32, F16 or BF16 matrix's product stays in floats.
 //
-// The rounding happens where the activations are made, so that no product waits for a kernel
-// of its own: the attention's merge writes Wo's input, gate_up_swiglu writes down's, and the
-// products that end a sublayer (matvec_add) write the next sublayer's normalized input. A
-// function given `*_q8_written = false` rounds its input itself first (one launch more: the
-// checks, and the first layer's input after the embedding).
+// Where it can, the kernel that makes an input rounds it, so that no product waits for a
+// kernel of its own: the attention's merge writes Wo's input, gate_up_swiglu writes down's. The
+// normalized inputs of QKV, gate/up and the LM head need the whole residual vector first, so a
+// quantize_q8 launch after the product that completes it rounds them (the decode step), and a
+// function given `*_q8_written = false` rounds its input itself first (the checks).
 
 // out = x (n values, a multiple of 32) rounded to 8 bits, or rmsnorm(x) * norm_weight as the
 // CPU's rmsnorm computes it when norm_weight is not null.
 void quantize_q8(Q8Vector out, const float* x, const float* norm_weight, float eps, int n,
                  Stream stream);
-
-// What a product that completes the residual stream x also writes: the 8 bits of
-// rmsnorm(x) * norm_weight, the next block-matrix product's input. `done` is one int of device
-// memory, zero between launches (the kernel's last block counts to the end and resets it).
-struct NormedQ8 {
-    Q8Vector out;              // (d_model)
-    const float* norm_weight;  // (d_model)
-    float eps;
-    int* done;
-};
 
 // rmsnorm, the Q, K and V products, their biases and RoPE in one kernel: q = rope(Wq h + bq),
 // and the key rope(Wk h + bk) and value Wv h + bv written into row slots->position of this
@@ -194,10 +184,9 @@ void decode_attention(float* out, const float* q, const void* k_cache, const voi
 
 // x += in W^T: the matrix-vector product with the residual add in its epilogue (the attention
 // output and down projections). in_q8 (in_dim): in rounded to 8 bits, for a block type, which
-// this function writes first unless in_q8_written. With `next` not null, the kernel's last
-// block also writes next->out from the finished x.
+// this function writes first unless in_q8_written.
 void matvec_add(float* x, const float* in, const void* w, uint32_t w_type, int in_dim, int out_dim,
-                Q8Vector in_q8, bool in_q8_written, const NormedQ8* next, Stream stream);
+                Q8Vector in_q8, bool in_q8_written, Stream stream);
 
 // out = silu(Wgate h) * (Wup h) with h = rmsnorm(x): a warp computes row i of both products,
 // so the two matrices must be of one type. x_q8 as for qkv_rope_cache. With out_q8.q not null

@@ -1,6 +1,6 @@
 // reduce.cuh - the reductions the kernels share: the sum and the maximum of a value over the
-// 32 lanes of a warp, values rounded to 8-bit blocks (a warp a block, and the last block of a
-// grid rounding what the others wrote), and argmax's best (value, index)
+// 32 lanes of a warp, values rounded to 8-bit blocks (a warp a block, and the last of several
+// blocks rounding what the others wrote), and argmax's best (value, index)
 // over a warp and over a block.
 // Written in step 9; last changed in step 11 (quantize_in_warp and the blocks around it).
 #pragma once
@@ -40,8 +40,8 @@ __device__ inline void quantize_in_warp(float h, Q8Vector out, int b) {
     if (lane == 0) out.d[b] = d;
 }
 
-// Values a thread loads before it uses the first, in the reductions below that run in one
-// block of a grid: their loads come from L2, and one at a time they would wait for each other.
+// Values a thread loads before it uses the first, in the reductions below: their loads come
+// from L2, and one at a time they would wait for each other.
 constexpr int kTailBatch = 8;
 
 // 1 / rms(x) as the CPU's rmsnorm computes it: the sum of squares in double, in every thread

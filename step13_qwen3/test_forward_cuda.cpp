@@ -286,7 +286,7 @@ TEST_CASE("the Decoder's greedy continuations equal transformers', with and with
     }
 }
 
-TEST_CASE("a decode step's kernels: QKV launches by type, no launch of its own for 8-bit inputs") {
+TEST_CASE("a decode step's kernels: QKV launches by type, a quantize_q8 per normalized 8-bit input") {
     if (!gpu_or_skip()) return;
     const LoadedModel& model = tiny_model();
     DeviceWeights weights = upload_weights(model.weights);
@@ -296,11 +296,11 @@ TEST_CASE("a decode step's kernels: QKV launches by type, no launch of its own f
     decoder.next_token({12}, nullptr);  // the first one-token step captures the graph
     // The tiny model on the device: layer 0's Q and K are F16, V BF16, a pair no published file
     // has (3 QKV launches); layer 1's Q, K, V F16 (1); layer 2's Q BF16, K Q5_0, V Q6_K (3).
-    // Their block-type Wo, down and LM head read inputs that the attention's merge, gate/up and
-    // the products before them round, and layer 0's Q, K and V are no block type: no
-    // quantize_q8. Besides those, the embedding, the LM head's 2 and 5 a layer.
-    CHECK(decoder.n_graph_kernels() == gpu::kernels_per_decode_step(model.config, weights));
-    CHECK(gpu::kernels_per_decode_step(model.config, weights) == 3 + (3 + 1 + 3) + 5 * 3);
+    // Their block-type Wo and down read inputs that the attention's merge and gate/up round;
+    // a quantize_q8 rounds the normalized input of layer 2's QKV (after layer 1's down) and of
+    // the Q6_K LM head (after layer 2's down): every gate/up is F16 on the device, and layer 0's
+    // Q, K and V are no block type. Besides those, the embedding, the LM head's 2 and 5 a layer.
+    CHECK(gpu::kernels_per_decode_step(model.config, weights) == 3 + (3 + 1 + 3) + 5 * 3 + 2);
 }
 
 // Logs every step of a generation on `step` with a sampler (temperature 0.7, seed 7: the

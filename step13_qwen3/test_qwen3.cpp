@@ -201,15 +201,17 @@ TEST_CASE("Qwen3 on the CPU's 8-bit path: near transformers on the Q8_0 file's w
 static const Tolerance kGpuAgainstCpu = {1e-4, 1e-4};
 // The weights the program runs (F32 matrices rounded to F16 on upload), a prompt on the tensor
 // cores with F16 operands and flash attention (heads of 64): test_forward_cuda.cpp's 0.1 on the
-// Qwen2 tiny model's logits of up to ~8, scaled to these of up to ~25. Not yet run on a GPU:
-// confirm on the H200.
+// Qwen2 tiny model's logits of up to ~8, scaled to these of up to ~25 (it held on the H200,
+// 2026-12-03).
 static const Tolerance kHalfAgainstCpu = {0.3, 0.0};
 // A decode step on the Q8_0 file: the same 8-bit inputs and integer sums as the CPU's 8-bit
 // path (test_ops_cuda.cpp holds each kernel to 1e-4 of it); what differs is the order of the
-// float sums that make those inputs, which can move an 8-bit value by one step now and then.
-// 0.1 on logits of up to ~25, far below what a wrong head, norm or position moves.
-// Not yet run on a GPU: confirm on the H200.
-static const Tolerance kEightBitGpuAgainstCpu = {0.1, 0.0};
+// float sums that make those inputs, which moves an 8-bit value by one step now and then (1/127
+// of its block's largest value), and the moves add up over the layers and the positions of the
+// cache. On the H200 (2026-12-03) the largest logit difference over the 90 steps was 0.153
+// (and 67 logits of one step were over 0.1, the first estimate); 0.3 leaves twice that, far
+// below what a wrong head, norm or position moves (whole units).
+static const Tolerance kEightBitGpuAgainstCpu = {0.3, 0.0};
 
 // The largest logit minus the second largest.
 static float top_gap(const std::vector<float>& logits) {
@@ -289,5 +291,5 @@ TEST_CASE("Qwen3's Decoder on the Q8_0 file: every step near the CPU's 8-bit pat
             compared++;
         }
     }
-    CHECK(compared > 60);  // 77 of the 90 steps have a clear winner on the CPU
+    CHECK(compared >= 60);  // 65 of the 90 steps have a gap over 0.6 on the CPU
 }
