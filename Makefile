@@ -175,7 +175,7 @@ bench-kernels: ## step05 at one thread and at every core; on a GPU every operato
 	tools/bench/bench_kernels.sh $(wildcard models/qwen2.5-1.5b-random-*.gguf)
 
 # The demo builds the last step itself (the fastest one), so it depends on no target here.
-demo: ## a two-turn chat with the last step (step12 on a GPU, step11 on a CPU) on the real model (fetched when missing; else the tiny one)
+demo: ## a two-turn chat with the last step on the real model (fetched when missing; else the tiny one)
 	@LAST_STEP=$(lastword $(STEPS)) tools/demo.sh
 
 figures: ## draw docs/figures/*.svg from the data (tools/figures/plots.py; matplotlib, see make setup)
