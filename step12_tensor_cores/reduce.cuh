@@ -40,63 +40,6 @@ __device__ inline void quantize_in_warp(float h, Q8Vector out, int b) {
     if (lane == 0) out.d[b] = d;
 }
 
-// Values a thread loads before it uses the first, in the reductions below: their loads come
-// from L2, and one at a time they would wait for each other.
-constexpr int kTailBatch = 8;
-
-// 1 / rms(x) as the CPU's rmsnorm computes it: the sum of squares in double, in every thread
-// of the block (of at most 32 warps), each of which must call it. x is read from L2 (__ldcg),
-// so values another block has just written are seen.
-__device__ inline float block_inv_rms_double(const float* x, int n, float eps) {
-    __shared__ double warp_sums[32];
-    __shared__ double total;
-    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-    double sum = 0.0;
-    for (int first = threadIdx.x; first < n; first += kTailBatch * blockDim.x) {
-        float values[kTailBatch];
-#pragma unroll
-        for (int j = 0; j < kTailBatch; j++) {
-            const int i = first + j * blockDim.x;
-            values[j] = i < n ? __ldcg(x + i) : 0.0f;
-        }
-#pragma unroll
-        for (int j = 0; j < kTailBatch; j++) sum += double(values[j]) * values[j];
-    }
-    for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
-        sum += __shfl_xor_sync(kFullWarp, sum, offset);
-    if (lane == 0) warp_sums[warp] = sum;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double all = 0.0;
-        for (int w = 0; w < int(blockDim.x) / kWarpSize; w++) all += warp_sums[w];
-        total = all;
-    }
-    __syncthreads();
-    return float(1.0 / sqrt(total / n + eps));
-}
-
-// Blocks first, first + stride, ... of rmsnorm(x) * g rounded to 8 bits (x without g when g
-// is null), a warp a block; every thread of the block calls it.
-__device__ inline void quantize_blocks(Q8Vector out, const float* x, const float* g, float eps,
-                                       int n, int first, int stride) {
-    const float inv_rms = g ? block_inv_rms_double(x, n, eps) : 1.0f;
-    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-    const int n_blocks = n / kQ8BlockSize;
-    for (int b0 = first + warp; b0 < n_blocks; b0 += kTailBatch * stride) {
-        float h[kTailBatch];  // the lane's value of each block, all loaded first
-#pragma unroll
-        for (int j = 0; j < kTailBatch; j++) {
-            const int i = (b0 + j * stride) * kQ8BlockSize + lane;
-            h[j] = b0 + j * stride >= n_blocks ? 0.0f
-                   : g                         ? __ldcg(x + i) * inv_rms * g[i]
-                                               : __ldcg(x + i);
-        }
-#pragma unroll
-        for (int j = 0; j < kTailBatch; j++)
-            if (b0 + j * stride < n_blocks) quantize_in_warp(h[j], out, b0 + j * stride);
-    }
-}
-
 // Whether this block is the last of `n_blocks` to get here, in every thread of the block
 // (each must call it, after its own writes): the counter at `done` is then reset to 0, and
 // every write of the other blocks before their call is visible to this one.
