@@ -136,6 +136,17 @@ static bool qkv_reads_blocks(const DeviceLayerWeights& layer) {
            is_block_type(layer.attn_v.type);
 }
 
+// Whether the normalized input of layer l (of the LM head, for l = the number of layers) is
+// read as 8 bits, and the norm it takes: a quantize_q8 rounds it once x is complete.
+static bool normed_input_reads_blocks(const DeviceWeights& weights, int l) {
+    return l == int(weights.layers.size()) ? is_block_type(lm_head(weights).type)
+                                           : qkv_reads_blocks(weights.layers[l]);
+}
+static const float* input_norm(const DeviceWeights& weights, int l) {
+    return l == int(weights.layers.size()) ? weights.output_norm.data()
+                                           : weights.layers[l].attn_norm.data();
+}
+
 // qkv_rope_cache's launches: one for Q and K of one type with V's the same, Q6_K or Q8_0.
 static int qkv_launches(const DeviceLayerWeights& layer) {
     const uint32_t q = layer.attn_q.type, v = layer.attn_v.type;
@@ -147,19 +158,14 @@ int kernels_per_decode_step(const ModelConfig& config, const DeviceWeights& weig
     const HeadShape heads{int(config.n_heads), int(config.n_kv_heads), int(config.head_dim)};
     const int n_layers = int(weights.layers.size());
     int n = 1 + 2;  // embedding; LM head, next token
-    // Step 11: the first layer's 8-bit input, rounded after the embedding (or the LM head's).
-    if (n_layers == 0 ? is_block_type(lm_head(weights).type) : qkv_reads_blocks(weights.layers[0]))
-        n++;
+    n += normed_input_reads_blocks(weights, 0);  // step 11: rounded after the embedding
     for (int l = 0; l < n_layers; l++) {
         const DeviceLayerWeights& layer = weights.layers[l];
         n += qkv_launches(layer) + 5;  // attention's 2, Wo, gate/up, down
         // Wo's input, when the attention cannot round it.
         if (is_block_type(layer.attn_output.type) && !wo_reads_merged_q8(layer, heads)) n++;
         // The feed-forward's input after Wo, the next layer's (or the LM head's) after down.
-        if (is_block_type(layer.ffn_gate.type)) n++;
-        const bool last = l + 1 == n_layers;
-        if (last ? is_block_type(lm_head(weights).type) : qkv_reads_blocks(weights.layers[l + 1]))
-            n++;
+        n += is_block_type(layer.ffn_gate.type) + normed_input_reads_blocks(weights, l + 1);
     }
     return n;
 }
@@ -185,12 +191,12 @@ void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
 
     embedding(b.x.data(), weights.token_embd.data.data(), weights.token_embd.type, token, 1, d,
               stream);
-    if (n_layers > 0 && qkv_reads_blocks(weights.layers[0]))
-        quantize_q8(normed_q8, b.x.data(), weights.layers[0].attn_norm.data(), eps, d, stream);
+    if (normed_input_reads_blocks(weights, 0))
+        quantize_q8(normed_q8, b.x.data(), input_norm(weights, 0), eps, d, stream);
     for (int l = 0; l < n_layers; l++) {
         const DeviceLayerWeights& layer = weights.layers[l];
         // Attention sublayer: x += Wo attention(rope(Wq h + bq), cache), h = rmsnorm(x).
-        // (h's 8 bits, when a matrix reads them, were written by the kernel that finished x.)
+        // (h's 8 bits, when a matrix reads them, were rounded once x was complete.)
         qkv_rope_cache(b.q.data(), cache.keys(l), cache.values(l), cache.type, b.x.data(),
                        layer.attn_norm.data(), eps, qkv_weights(layer), d, heads, config.rope_base,
                        slots, normed_q8, true, stream);
@@ -213,16 +219,13 @@ void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
         // down completes x; the next layer's (or the LM head's) input is rounded after it.
         matvec_add(b.x.data(), b.ffn.data(), layer.ffn_down.data.data(), layer.ffn_down.type, d_ff,
                    d, input_q8, true, stream);
-        const bool last = l + 1 == n_layers;
-        if (last ? is_block_type(head.type) : qkv_reads_blocks(weights.layers[l + 1]))
-            quantize_q8(normed_q8, b.x.data(),
-                        last ? weights.output_norm.data() : weights.layers[l + 1].attn_norm.data(),
-                        eps, d, stream);
+        if (normed_input_reads_blocks(weights, l + 1))
+            quantize_q8(normed_q8, b.x.data(), input_norm(weights, l + 1), eps, d, stream);
     }
-    // (the LM head's 8-bit input was rounded after the last down; with no layers, it rounds it)
+    // (the LM head's 8-bit input was rounded after the last down, or after the embedding)
     lm_head_argmax(b.logits.data(), b.argmax_scratch.data(), b.x.data(), weights.output_norm.data(),
-                   eps, head.data.data(), head.type, d, weights.n_vocab, slots, normed_q8,
-                   n_layers > 0, stream);
+                   eps, head.data.data(), head.type, d, weights.n_vocab, slots, normed_q8, true,
+                   stream);
 }
 
 // gate_up_swiglu reads a row of each matrix in one loop, so they must share a type. (The
