@@ -31,6 +31,7 @@ __device__ inline void rotate_pair(float& a, float& b, int position, int i, int 
 template <typename Out>
 __device__ void norm_rope_head(Out* out, const float* in, const float* weight, float eps,
                                int head_dim, int position, float rope_base) {
+    // BEGIN SOLUTION step13 norm_rope_head
     __shared__ float warp_sums[32];
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int half = head_dim / 2;
@@ -52,6 +53,7 @@ __device__ void norm_rope_head(Out* out, const float* in, const float* weight, f
         store(out, i, a);
         store(out, i + half, b);
     }
+    // END SOLUTION
 }
 
 }  // namespace gpu

@@ -27,6 +27,7 @@ FIRST_TENSOR_STEP = "step03_tensors"  # test_gguf_tensors.cpp expects it in the 
 BEGIN = re.compile(r"^(\s*)// BEGIN SOLUTION (step\d\d) (\w+)$")
 END = re.compile(r"^\s*// END SOLUTION$")
 MAX_COLUMNS = 100
+SOURCE_SUFFIXES = (".cpp", ".cu", ".cuh")  # where regions may be (.cuh: device functions)
 
 
 class Region:
@@ -259,6 +260,19 @@ REGIONS = {
             ["flash attention equals attention on F16 operands from 1 to 4097 positions"],
             helpers=["kKeySteps", "my_position", "row_max"]),
     },
+    "13": {
+        "qk_norm": Region(
+            "Qwen3's QK-norm: RMSNorm of every head of Q or K on its own, one weight vector "
+            "shared by all heads (a head is a row of head_dim for rmsnorm)",
+            ["qk_norm normalizes each head on its own, with one weight vector for every head"]),
+        "norm_rope_head": Region(
+            "one block per head: the sum of the head's squares (__ldcg reads, warp_sum, then "
+            "the warps' sums through shared memory), inv_rms = 1 / sqrt(sum / head_dim + eps), "
+            "then each thread's pairs (i, i + head_dim / 2) times inv_rms and the weight, "
+            "rotated by rotate_pair and stored",
+            ["gpu::qk_norm_rope equals qk_norm then rope, heads of 2 to 2500 values",
+             "qkv_rope_cache with QK-norm equals rmsnorm, the matmuls, qk_norm and rope"]),
+    },
 }
 
 
@@ -358,7 +372,8 @@ def stub_lines(lines, begin, indent, number, name, region):
     stub += [indent + placeholder for placeholder in region.placeholders]
     message = f"{name}: not implemented yet (step{number} assignment; " \
               f"make test-step{number} checks it)"
-    if "__global__" in header:  # a kernel cannot throw: its first thread says so, once a run
+    if "__global__" in header or "__device__" in header:
+        # GPU code cannot throw: the first thread says so, once a run
         stub.append(f"{indent}static bool said = false;")
         stub.append(f"{indent}if (!said && blockIdx.x == 0 && threadIdx.x == 0) {{")
         stub.append(f"{indent}    said = true;")
@@ -399,7 +414,7 @@ def regions_of_step(directory, number):
     """{name: file} for the step's regions, checked against the table both ways."""
     found = {}
     for path in sorted(directory.iterdir()):
-        if path.suffix in (".cpp", ".cu") and not path.name.startswith("test_"):
+        if path.suffix in SOURCE_SUFFIXES and not path.name.startswith("test_"):
             for _, _, _, step, name in find_regions(path.read_text().split("\n")):
                 if step == f"step{number}":
                     found[name] = path.name
@@ -430,7 +445,7 @@ def write_tree(number, out, shown):
     target = out / source.name
     target.mkdir()
     for path in sorted(source.iterdir()):
-        text = stubbed_text(path, number) if path.suffix in (".cpp", ".cu") else None
+        text = stubbed_text(path, number) if path.suffix in SOURCE_SUFFIXES else None
         if text is None:
             shutil.copy2(path, target)
         else:

@@ -46,7 +46,7 @@ compile_stubbed() {
 
 check_step() {
     local number=$1 step regions tree file object binary log="$scratch/run.log"
-    local objects=() stubbed=() p f s
+    local objects=() stubbed=() p f s sources
     step=$(ls -d "step${number}"_*)
     regions=$(python3 tools/make_assignment.py checks "$number") || {
         verdict fail "$number" regions "tools/make_assignment.py checks $number failed"
@@ -65,19 +65,28 @@ check_step() {
         return
     }
     # Each file the assignment changed, compiled; a .cu file only to see that the student's
-    # tree builds (the test binary keeps this build's kernels). Problems by file name.
+    # tree builds (the test binary keeps this build's kernels), a .cuh through every .cu file
+    # of the tree that includes it. Problems by the changed file's name.
     declare -A broken=()
-    for file in "$tree/$step"/*.cpp "$tree/$step"/*.cu; do
-        cmp -s "$file" "$step/$(basename "$file")" && continue
-        object="$scratch/$number-$(basename "${file%.*}").o"
-        if [[ $file == *.cu && -z $nvcc ]]; then
-            broken[$(basename "$file")]="skip: no nvcc here to compile the stubbed kernels"
-        elif ! compile_stubbed "$file" "$object" "$scratch/compile.log"; then
-            broken[$(basename "$file")]="fail: the stubbed file does not compile without \
-warnings: $(head -c 2000 "$scratch/compile.log")"
-        elif [[ $file == *.cpp ]]; then
-            stubbed+=("$object")
+    local changed
+    for changed in "$tree/$step"/*.cpp "$tree/$step"/*.cu "$tree/$step"/*.cuh; do
+        cmp -s "$changed" "$step/$(basename "$changed")" && continue
+        if [[ $changed == *.cuh ]]; then
+            sources=$(grep -l "#include \"$(basename "$changed")\"" "$tree/$step"/*.cu)
+        else
+            sources=$changed
         fi
+        for file in $sources; do
+            object="$scratch/$number-$(basename "${file%.*}").o"
+            if [[ $file == *.cu && -z $nvcc ]]; then
+                broken[$(basename "$changed")]="skip: no nvcc here to compile the stubbed kernels"
+            elif ! compile_stubbed "$file" "$object" "$scratch/compile.log"; then
+                broken[$(basename "$changed")]="fail: $(basename "$file") does not compile \
+without warnings: $(head -c 2000 "$scratch/compile.log")"
+            elif [[ $file == *.cpp ]]; then
+                stubbed+=("$object")
+            fi
+        done
     done
     # The test binary: this build's objects of the other files and the checks, and the stubs.
     # An object whose source the step no longer has (a file split or removed since that build)
@@ -102,7 +111,7 @@ warnings: $(head -c 2000 "$scratch/compile.log")"
         if [ -n "$problem" ]; then
             verdict "${problem%%:*}" "$number" "$name" "${problem#*: }"
             continue
-        elif [[ $file == *.cu ]]; then
+        elif [[ $file == *.cu || $file == *.cuh ]]; then
             verdict pass "$number" "$name"  # it compiled; tools/gpu/assignment_demo.sh runs it
             continue
         elif [ -z "$binary" ]; then

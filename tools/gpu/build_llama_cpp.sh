@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# llama.cpp's llama-bench (and llama-quantize) for an H200, from the llama.cpp tree that the
-# llama-cpp-python source package on PyPI vendors: the yardstick of Part 2's speed records.
+# llama.cpp's llama-bench, llama-quantize and our llama-logits (tools/gpu/llama_oracle) for an
+# H200, from the llama.cpp tree that the llama-cpp-python source package on PyPI vendors: the
+# yardstick of Part 2's speed records and the second oracle of Part 3's files.
 #
 #   tools/gpu/build_llama_cpp.sh [OUT_DIR]      default build/llama
 #
@@ -18,7 +19,8 @@ version=0.3.36  # vendors llama.cpp commit 0c1e570
 mkdir -p "$out"
 if [ -n "${LLAMA_SRC_TARBALL:-}" ]; then
     # The same tree, trimmed of models, docs, tests, examples and the other backends' code
-    # (a device call carries it to the GPU machine, which cannot reach PyPI).
+    # but keeping the converter and gguf-py (a device call carries it to the GPU machine,
+    # which cannot reach PyPI).
     tar xJf "$LLAMA_SRC_TARBALL" -C "$out"
     source=$out/llama-src
 else
@@ -31,11 +33,13 @@ fi
 generator=$(command -v ninja >/dev/null && echo Ninja || echo "Unix Makefiles")
 # No git above the source: the commit is given, and cmake must not ask this repository's git.
 export GIT_CEILING_DIRECTORIES=$out
-cmake -S "$source" -B "$out/build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+# Through tools/gpu/llama_oracle, which adds llama-logits (the second oracle's logits) to the tree.
+cmake -S tools/gpu/llama_oracle -B "$out/build" -G "$generator" -DLLAMA_SOURCE="$(cd "$source" && pwd)" \
+    -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DGGML_CUDA_NCCL=OFF -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_COMMIT=0c1e570
-nice cmake --build "$out/build" -j"$(nproc)" --target llama-bench llama-quantize
+nice cmake --build "$out/build" -j"$(nproc)" --target llama-bench llama-quantize llama-logits
 mkdir -p .carry/series
 strip -o "$out/llama-bench" "$out/build/bin/llama-bench"
 gzip -6 -c "$out/llama-bench" >.carry/series/llama-bench.gz

