@@ -76,6 +76,12 @@ int main(int argc, char** argv) {
     context_params.n_ctx = uint32_t(std::max(64, n + a.greedy + 8));
     context_params.n_batch = context_params.n_ubatch = uint32_t(std::max(n, 1));
     context_params.no_perf = true;
+    // Nothing rounded that transformers' fp32 keeps: an F32 cache (the default is F16) and no
+    // flash attention (its CPU kernel works in F16: with it, the tiny Qwen3's logits moved by
+    // up to 2e-2 from transformers', without it by 3e-5).
+    context_params.type_k = GGML_TYPE_F32;
+    context_params.type_v = GGML_TYPE_F32;
+    context_params.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
     llama_context* context = llama_init_from_model(model, context_params);
     if (!context) fail("llama.cpp could not make a context");
 
