@@ -5,7 +5,8 @@ logits as transformers did for the committed fixtures (tests/fixtures/qwen3/ and
     python3 tools/check/compare_llama_logits.py --llama-logits build/llama/build/bin/llama-logits \\
         --model models/tiny-qwen3.gguf --fixtures tests/fixtures/qwen3 [--suffix .q8_0] [--gpu]
 
-For each case of FIXTURES/cases.txt ("NAME n_tokens n_vocab") it gives llama-logits
+For each case of FIXTURES/cases.txt ("NAME n_tokens n_vocab"; with --prefix, those whose NAME
+starts with it) it gives llama-logits
 (tools/gpu/llama_oracle) the ids of NAME.ids.txt and sets its last-position logits and 16 greedy
 ids beside NAME{SUFFIX}.logits.f32 and NAME{SUFFIX}.greedy.txt, one line a case: the largest
 difference, the bound, whether the greedy ids are equal.
@@ -70,12 +71,14 @@ def main():
     parser.add_argument("--fixtures", type=Path, required=True)
     parser.add_argument("--suffix", default="", help="e.g. .q8_0: NAME.q8_0.logits.f32")
     parser.add_argument("--gpu", action="store_true", help="llama.cpp on the GPU")
+    parser.add_argument("--prefix", default="",
+                        help="only the cases whose NAME starts with it (e.g. tiny-qwen35-wide.)")
     args = parser.parse_args()
     for path in (args.llama_logits, args.model, args.fixtures / "cases.txt"):
         if not path.is_file():
             sys.exit(f"error: {path} is not there")
     cases = [line.split() for line in (args.fixtures / "cases.txt").read_text().splitlines()
-             if line.strip()]
+             if line.strip() and line.startswith(args.prefix)]
     where = "GPU" if args.gpu else "CPU"
     print(f"llama.cpp ({where}) on {args.model} against {args.fixtures} (transformers fp32):")
     failures = 0
