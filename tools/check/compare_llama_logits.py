@@ -14,9 +14,9 @@ difference, the bound, whether the greedy ids are equal.
 
 The bound, for a file of F32 weights: 1e-4 + 1e-4 * |logit|, step 5's bound for two fp32
 computations that sum in different orders (logits reach ~25 on the tiny models). With
---quantized (a file of 8-bit blocks) llama.cpp rounds its activations to 8 bits where transformers does not, so the
-differences and the greedy ids are printed, not judged (on random weights the rounding changes
-close greedy choices, and a changed choice changes every later one).
+--quantized (a file of 8-bit blocks) llama.cpp rounds its activations to 8 bits where
+transformers does not, so the differences and the greedy ids are printed, not judged (on random
+weights the rounding changes close greedy choices, and a changed choice changes every later one).
 Exit status 1 when an F32 case is out of bounds or its greedy ids differ.
 """
 
