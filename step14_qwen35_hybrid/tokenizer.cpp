@@ -25,8 +25,7 @@ Vocabulary read_vocabulary(const GgufMetadata& metadata) {
     const bool qwen2 = pre == "qwen2" || pre == "deepseek-r1-qwen" || pre == "megrez";
     if (!qwen2 && pre != "qwen35")
         fail("tokenizer.ggml.pre is '%s': only the 'qwen2' and 'qwen35' pre-tokenizers are "
-             "implemented",
-             pre.c_str());
+             "implemented", pre.c_str());
 
     Vocabulary vocabulary;
     vocabulary.split = qwen2 ? SplitRegex::Qwen2 : SplitRegex::Qwen35;
