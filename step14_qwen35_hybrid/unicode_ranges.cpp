@@ -36,6 +36,11 @@ bool is_number(uint32_t code_point) {
     return in_ranges(kNumberRanges, code_point);
 }
 
+bool is_mark(uint32_t code_point) {
+    if (code_point < 0x80) return false;  // the first mark is U+0300
+    return in_ranges(kMarkRanges, code_point);
+}
+
 bool is_whitespace(uint32_t code_point) {
     if (code_point < 0x80) return code_point == ' ' || (code_point >= '\t' && code_point <= '\r');
     return in_ranges(kWhitespaceRanges, code_point);
