@@ -17,6 +17,12 @@
 // rendering parts from the cached text, the cache goes back to the last added token before that
 // point (the tokens after it are forgotten) and the rendering is prefilled from there: for a
 // reply, from its "<|im_start|>", so the answer is run again, without the reasoning.
+// Step 14: a model with recurrent layers (qwen35) cannot go back: its states hold every position
+// run, mixed. Where the new rendering parts from the cached text, it runs the whole kept history
+// again from the start. (A snapshot of the states would have to be taken at the point where the
+// renderings part, the last reply's "<|im_start|>", in the middle of a prefill; running the
+// history again is one prefill, and a recurrent layer's prefill does not grow with what came
+// before.)
 #pragma once
 
 #include <cstdint>
@@ -39,6 +45,8 @@ struct ChatModel {
     NextTokenFn step;
     int capacity = 0;
     std::function<void(int n)> keep_positions;
+    // Step 14: false when keep_positions can only go back to 0 (recurrent states).
+    bool can_rewind = true;
 };
 
 struct ChatSettings {
