@@ -50,7 +50,8 @@ ChatModel cpu_chat_model(const ModelConfig& config, const Weights& weights, KVCa
         return next_token(config, weights, new_ids, cache, state, logits);
     };
     model.capacity = cache.capacity;
-    model.keep_positions = [&cache](int n) { cache.n_filled = std::min(cache.n_filled, n); };
+    model.keep_positions = [&cache](int n) { keep_positions(cache, n); };
+    model.can_rewind = cache.can_rewind();
     return model;
 }
 
@@ -94,7 +95,9 @@ static bool run_turn(const TurnContext& turn, Conversation& conversation, const 
     const std::string rendered =
         render_chat(turn.settings.chat_template, conversation.messages, true);
     const TurnStart start = turn_start(conversation, rendered, turn.tokenizer);
-    const int n_kept_cached = std::min(conversation.n_cached, int(start.n_kept));
+    int n_kept_cached = std::min(conversation.n_cached, int(start.n_kept));
+    // Step 14: a cache that cannot forget its last positions runs the kept history again (chat.h).
+    if (!turn.model.can_rewind && n_kept_cached < conversation.n_cached) n_kept_cached = 0;
     std::vector<int32_t> new_tokens(conversation.ids.begin() + n_kept_cached,
                                     conversation.ids.begin() + start.n_kept);  // a reply's last
     for (int32_t id : turn.tokenizer.encode(rendered.substr(start.text_kept)))

@@ -17,6 +17,14 @@
 // rendering parts from the cached text, the cache goes back to the last added token before that
 // point (the tokens after it are forgotten) and the rendering is prefilled from there: for a
 // reply, from its "<|im_start|>", so the answer is run again, without the reasoning.
+// Step 14: a model with recurrent layers (qwen35) cannot go back: its states hold every position
+// run, mixed together. Where the new rendering parts from the cached text, it runs the whole
+// kept history again from the start, so the cache holds exactly what one prompt of the rendered
+// conversation would. A snapshot of the states could save that prefill, but it would have to be
+// taken where the renderings part, the last reply's "<|im_start|>", which lies inside the turn's
+// prefill: that prefill cut in two and the states copied at every turn. Running the history
+// again costs one prefill of it per such turn (with Qwen3's template: every turn whose last
+// reply had a reasoning block, or --no-think's empty one), and needs no code beyond this.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +47,8 @@ struct ChatModel {
     NextTokenFn step;
     int capacity = 0;
     std::function<void(int n)> keep_positions;
+    // Step 14: false when keep_positions can only go back to 0 (recurrent states).
+    bool can_rewind = true;
 };
 
 struct ChatSettings {

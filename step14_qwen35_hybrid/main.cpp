@@ -1,12 +1,15 @@
-// step13: step12's program for a second architecture as well, Qwen3 (dense): head_dim, the
-// biases and the QK-norm are read from the file's metadata into the config, and one forward
-// pass (CPU and GPU, prompt and decode) follows it.
+// step14: step13's program for the Qwen3.5 hybrid as well (arch qwen35): Gated DeltaNet layers,
+// whose recurrent state has a fixed size, between gated full-attention layers. It runs on the
+// CPU, exact (--f32-activations) or with 8-bit activations; Qwen2.5 and Qwen3 run as in step 13,
+// on the GPU too. The cache is hybrid: keys and values for the attention layers, a state for each
+// DeltaNet layer.
 //
-//   make step13 && ./step13 models/tiny-qwen2.gguf -p "Once upon a time," -n 32 --seed 42
-//   ./step13 models/qwen2.5-coder-0.5b-instruct.gguf -i          chat; /reset, /exit
-//   ./step13 models/qwen2.5-coder-0.5b-instruct.gguf -f long_prompt.txt -n 0     a prompt's speed
-//   ./step13 qwen3-0.6b.gguf -i --no-think          Qwen3's template without the reasoning
-//   ./step13 models/tiny-qwen2.gguf --tokenize -p "Hello"           the prompt's ids, and exit
+//   make step14 && ./step14 models/tiny-qwen2.gguf -p "Once upon a time," -n 32 --seed 42
+//   ./step14 models/qwen2.5-coder-0.5b-instruct.gguf -i          chat; /reset, /exit
+//   ./step14 models/qwen2.5-coder-0.5b-instruct.gguf -f long_prompt.txt -n 0     a prompt's speed
+//   ./step14 qwen3-0.6b.gguf -i --no-think          Qwen3's template without the reasoning
+//   ./step14 models/tiny-qwen35.gguf -p "Once upon a time," -n 32     the hybrid, on the CPU
+//   ./step14 models/tiny-qwen2.gguf --tokenize -p "Hello"           the prompt's ids, and exit
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -253,16 +256,28 @@ static std::vector<Flag> flag_table(Options& o) {
     };
 }
 
+// "qwen2, qwen3, qwen35": the architectures this program runs.
+static std::string supported_architectures() {
+    std::string names;
+    for (const char* name : kArchitectures) names += (names.empty() ? "" : ", ") + std::string(name);
+    return names;
+}
+
 static void print_usage(std::FILE* out) {
     std::fprintf(
         out,
-        "usage: step13 MODEL.gguf (-p TEXT | -f FILE | -i | --perplexity FILE) [options]\n"
+        "usage: step14 MODEL.gguf (-p TEXT | -f FILE | -i | --perplexity FILE) [options]\n"
         "\n"
-        "Runs the Qwen2 forward pass on the GPU (the prompt on the tensor cores, each new\n"
+        "Runs the model's forward pass on the GPU (the prompt on the tensor cores, each new\n"
         "token one replayed CUDA graph of fused kernels) or the CPU, with a KV cache, and\n"
         "prints the sampled continuation as it is generated, then a timing line on stderr,\n"
         "with the bandwidth achieved on the GPU; -i chats.\n"
-        "\n");
+        "\n"
+        "Architectures: %s. qwen35 (Qwen3.5, Gated DeltaNet layers between gated\n"
+        "attention layers) runs on the CPU only; its cache is keys and values for the\n"
+        "attention layers plus a recurrent state of fixed size.\n"
+        "\n",
+        supported_architectures().c_str());
     Options unused;
     print_flags(out, flag_table(unused));
     std::fprintf(out,
@@ -364,6 +379,23 @@ static std::vector<int32_t> encode_prompt(const Options& options, const Tokenize
     return prompt;
 }
 
+// Step 14: the hybrid's layers on stderr, and a notice for the MTP blocks it does not run.
+static void describe_hybrid(const ModelConfig& config) {
+    if (config.has_recurrent_layers()) {
+        const DeltaNetConfig& dn = config.delta_net;
+        std::fprintf(stderr,
+                     "hybrid: %d Gated DeltaNet layers (%u key heads of %u, %u value heads of "
+                     "%u, conv %u) and %d attention layers (RoPE on %u of %u)\n",
+                     config.count_layers(LayerKind::DeltaNet), dn.n_key_heads, dn.key_dim,
+                     dn.n_value_heads, dn.value_dim, dn.conv_kernel,
+                     config.count_layers(LayerKind::Attention), config.rope_dims, config.head_dim);
+    }
+    if (config.n_nextn_layers > 0)
+        std::fprintf(stderr,
+                     "notice: the file's %u next-token-prediction (MTP) block%s not run\n",
+                     config.n_nextn_layers, config.n_nextn_layers == 1 ? " is" : "s are");
+}
+
 // Checks and loads every weight, then describes the model on stderr. The progress line is
 // redrawn in place on a terminal; a log file gets only the final count.
 static Weights load_model_weights(const GgufFile& file, const ModelConfig& config,
@@ -381,16 +413,34 @@ static Weights load_model_weights(const GgufFile& file, const ModelConfig& confi
                  config.architecture.c_str(), config.n_layers, config.d_model, config.n_heads,
                  config.n_kv_heads, config.head_dim, config.d_ff, weights.n_vocab,
                  config.context_length, weights.tied_output ? ", LM head tied" : "");
+    describe_hybrid(config);
     return weights;
 }
 
 enum class Device { Cpu, Cuda };
 
+// Step 14: whether the GPU code runs this model: not qwen35's gated attention and DeltaNet
+// layers, whose kernels come in a later step.
+static bool gpu_runs(const ModelConfig& config) {
+    return !config.attention_output_gate && !config.has_recurrent_layers();
+}
+
 // --device, or else the GPU when there is one and the CPU when there is not (`why_not` then
 // says why, for a notice). Asked before the model loads, so that --device cuda and --check fail
-// at once on a machine (or a build) without a GPU.
-static Device choose_device(const Options& options, std::string& why_not) {
+// at once on a machine (or a build) without a GPU. Step 14: a model the GPU code does not run
+// goes to the CPU, with a notice; asked for on the GPU, it is refused.
+static Device choose_device(const Options& options, const ModelConfig& config,
+                            std::string& why_not) {
     if (options.device == "cpu") return Device::Cpu;
+    if (!gpu_runs(config)) {
+        if (options.device == "cuda" || options.check)
+            fail("%s does not run on the GPU in this step (--device cuda, --check): its GPU "
+                 "kernels come later; use --device cpu",
+                 config.architecture.c_str());
+        std::fprintf(stderr, "notice: %s runs on the CPU: this step has no GPU kernels for it\n",
+                     config.architecture.c_str());
+        return Device::Cpu;
+    }
     if (cuda_device_available(why_not)) return Device::Cuda;
     if (options.device == "cuda" || options.check) fail("no CUDA device: %s", why_not.c_str());
     return Device::Cpu;
@@ -530,8 +580,16 @@ struct Runner {
     }
 
     // One KV cache for each device that runs the model (both with --check), of context_limit
-    // positions: F32 on the CPU, --cache-type on the GPU.
+    // positions: F32 on the CPU, --cache-type on the GPU. Step 14: a model with recurrent layers
+    // (on the CPU) has the hybrid cache, whose states do not grow with the context.
     void make_caches(int context_limit) {
+        if (config.has_recurrent_layers()) {
+            cache = make_kv_cache(config, context_limit);
+            std::fprintf(stderr, "cache: KV %.2f MB for %d positions + state %.2f MB, constant\n",
+                         kv_cache_bytes(config, context_limit) / 1e6, context_limit,
+                         recurrent_state_bytes(config) / 1e6);
+            return;
+        }
         const bool on_the_cpu = device == Device::Cpu || options.check;
         std::string sizes;  // "F16, 112.00 MiB on the GPU; F32, 224.00 MiB on the CPU"
         if (device == Device::Cuda) {
@@ -598,9 +656,10 @@ struct Runner {
                    : cpu_threads();
     }
 
-    // Forgets every position from n on, in each cache (all of them for n = 0).
+    // Forgets every position from n on, in each cache (all of them for n = 0; step 14: a
+    // recurrent state goes back only to 0, kv_cache.h).
     void keep_positions(int n) {
-        cache.n_filled = std::min(cache.n_filled, n);
+        ::keep_positions(cache, n);
         device_cache.n_filled = std::min(device_cache.n_filled, n);
     }
 
@@ -650,7 +709,8 @@ static void run_chat_mode(const Options& options, Runner& runner, const Tokenize
                           const ChatTemplate& chat_template, int context_limit) {
     Sampler sampler = announce_sampler(options.sampling);
     ChatModel chat_model{runner.model_step, context_limit,
-                         [&runner](int n) { runner.keep_positions(n); }};
+                         [&runner](int n) { runner.keep_positions(n); },
+                         runner.cache.can_rewind()};
     ChatSettings chat;
     chat.chat_template = chat_template;
     chat.system_prompt = options.system_prompt;
@@ -730,11 +790,11 @@ int main(int argc, char** argv) {
         // cannot run, and sleeping at once (OMP_WAIT_POLICY=passive, which OpenMP reads before
         // main() starts) is many times faster: --help tells the user so.
         if (options.threads > 0) omp_set_num_threads(options.threads);
-        std::string why_no_gpu;
-        const Device device = choose_device(options, why_no_gpu);
         Timer load_timer;
         GgufFile file = open_gguf(options.model_path);
         ModelConfig config = read_model_config(file.metadata);
+        std::string why_no_gpu;
+        const Device device = choose_device(options, config, why_no_gpu);
         Tokenizer tokenizer(read_vocabulary(file.metadata));
         const ChatTemplate chat_template = chat_template_of(options, file.metadata);
         const int context_limit = choose_context_limit(options, config);

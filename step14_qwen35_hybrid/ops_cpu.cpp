@@ -1,6 +1,6 @@
-// ops_cpu.cpp - the operators, written as plain loops. OpenMP splits the two expensive ones
-// (matmul over output rows, attention over token/head pairs) across cores; the others cost
-// next to nothing beside them.
+// ops_cpu.cpp - the operators, written as plain loops. OpenMP splits the expensive ones (matmul
+// over output rows, attention over token/head pairs, step 14's delta rule over value heads)
+// across cores; the others cost next to nothing beside them.
 #include "ops_cpu.h"
 
 #include <cmath>
@@ -91,6 +91,45 @@ void rope(float* x, int n_tokens, int n_heads, int head_dim, int first_position,
     // END SOLUTION
 }
 
+void partial_rope(float* x, int n_tokens, int n_heads, int head_dim, int rope_dims,
+                  int first_position, float base) {
+    const int half = rope_dims / 2;
+    for (int t = 0; t < n_tokens; t++) {
+        const double position = double(first_position) + t;
+        for (int i = 0; i < half; i++) {
+            // rope()'s angle, with the frequencies spread over rope_dims instead of head_dim.
+            const double angle = position * std::pow(double(base), -2.0 * i / rope_dims);
+            const float c = float(std::cos(angle));
+            const float s = float(std::sin(angle));
+            for (int h = 0; h < n_heads; h++) {
+                float* head = x + (int64_t(t) * n_heads + h) * head_dim;
+                const float first = head[i];
+                const float second = head[i + half];
+                head[i] = first * c - second * s;
+                head[i + half] = second * c + first * s;
+            }
+        }
+    }
+}
+
+void split_query_gate(float* query, float* gate, const float* query_gate, int n_tokens,
+                      int n_heads, int head_dim) {
+    for (int64_t row = 0; row < int64_t(n_tokens) * n_heads; row++) {  // one head of one token
+        const float* from = query_gate + row * 2 * head_dim;            // (2, head_dim)
+        for (int i = 0; i < head_dim; i++) {
+            query[row * head_dim + i] = from[i];
+            gate[row * head_dim + i] = from[head_dim + i];
+        }
+    }
+}
+
+static float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+static float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+void sigmoid_gate(float* x, const float* gate, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] *= sigmoid(gate[i]);
+}
+
 void softmax(float* x, int n) {
     // Subtracting the maximum keeps exp() from overflowing; exp(-inf - max) is exactly 0.
     float max_value = -INFINITY;
@@ -155,4 +194,108 @@ int argmax(const float* x, int n) {
     for (int i = 1; i < n; i++)
         if (x[i] > x[best]) best = i;
     return best;
+}
+
+void causal_conv1d_silu(float* out, const float* x, float* window, const float* weight,
+                        int n_tokens, int channels, int kernel) {
+    const int history = kernel - 1;  // inputs before token 0 that token 0 still sees
+    for (int t = 0; t < n_tokens; t++) {
+        for (int c = 0; c < channels; c++) {
+            const float* taps = weight + int64_t(c) * kernel;  // (kernel)
+            float sum = 0.0f;
+            for (int j = 0; j < kernel; j++) {
+                const int source = t - history + j;  // < 0: an input of an earlier call
+                const float input = source >= 0 ? x[int64_t(source) * channels + c]
+                                                : window[int64_t(history + source) * channels + c];
+                sum += taps[j] * input;
+            }
+            out[int64_t(t) * channels + c] = silu(sum);
+        }
+    }
+    // The window becomes the last `history` of (window, x): row i is position n_tokens + i of
+    // the two joined. Rows are read at or after the one written, so in place is safe.
+    for (int i = 0; i < history; i++) {
+        const int joined = n_tokens + i;
+        const float* from = joined < history ? window + int64_t(joined) * channels
+                                             : x + int64_t(joined - history) * channels;
+        for (int c = 0; c < channels; c++) window[int64_t(i) * channels + c] = from[c];
+    }
+}
+
+void l2_normalize_rows(float* x, int n_rows, int dim, float eps, float scale) {
+    for (int r = 0; r < n_rows; r++) {
+        float* row = x + int64_t(r) * dim;
+        double sum_of_squares = 0.0;
+        for (int i = 0; i < dim; i++) sum_of_squares += double(row[i]) * row[i];
+        const float factor = float(scale / std::sqrt(sum_of_squares + eps));
+        for (int i = 0; i < dim; i++) row[i] *= factor;
+    }
+}
+
+// log(1 + e^x), computed as torch's softplus: x itself above 20, where e^x is past float's
+// precision next to 1 (and would overflow further up).
+static float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+void delta_net_gates(float* beta, float* g, const float* b, const float* a, const float* A,
+                     const float* dt_bias, int n_tokens, int n_heads) {
+    for (int t = 0; t < n_tokens; t++)
+        for (int h = 0; h < n_heads; h++) {
+            const int64_t i = int64_t(t) * n_heads + h;
+            beta[i] = sigmoid(b[i]);
+            g[i] = A[h] * softplus(a[i] + dt_bias[h]);
+        }
+}
+
+void gated_delta_rule(float* out, float* state, const float* q, const float* k, const float* v,
+                      const float* g, const float* beta, int n_tokens, int n_key_heads,
+                      int n_value_heads, int dk, int dv) {
+#pragma omp parallel
+    {
+        std::vector<float> delta(dv);  // (dv) one token's correction, then its output
+#pragma omp for schedule(static)
+        for (int h = 0; h < n_value_heads; h++) {
+            float* S = state + int64_t(h) * dk * dv;  // (dk, dv)
+            const int key_head = h % n_key_heads;     // the file's tiled order
+            for (int t = 0; t < n_tokens; t++) {
+                const float* q_t = q + (int64_t(t) * n_key_heads + key_head) * dk;  // (dk)
+                const float* k_t = k + (int64_t(t) * n_key_heads + key_head) * dk;  // (dk)
+                const float* v_t = v + (int64_t(t) * n_value_heads + h) * dv;       // (dv)
+                float* o_t = out + (int64_t(t) * n_value_heads + h) * dv;           // (dv)
+                const float decay = std::exp(g[int64_t(t) * n_value_heads + h]);
+                const float b = beta[int64_t(t) * n_value_heads + h];
+                // S = e^g S, and what it recalls for k: S^T k.
+                for (int j = 0; j < dv; j++) delta[j] = 0.0f;
+                for (int i = 0; i < dk; i++) {
+                    float* row = S + int64_t(i) * dv;
+                    for (int j = 0; j < dv; j++) {
+                        row[j] *= decay;
+                        delta[j] += row[j] * k_t[i];
+                    }
+                }
+                for (int j = 0; j < dv; j++) delta[j] = b * (v_t[j] - delta[j]);
+                // S += k delta^T, and o = S^T q.
+                for (int j = 0; j < dv; j++) o_t[j] = 0.0f;
+                for (int i = 0; i < dk; i++) {
+                    float* row = S + int64_t(i) * dv;
+                    for (int j = 0; j < dv; j++) {
+                        row[j] += k_t[i] * delta[j];
+                        o_t[j] += row[j] * q_t[i];
+                    }
+                }
+            }
+        }
+    }
+}
+
+void gated_rmsnorm(float* out, const float* x, const float* z, const float* weight, int n_rows,
+                   int dim, float eps) {
+    for (int r = 0; r < n_rows; r++) {
+        const float* row = x + int64_t(r) * dim;
+        const float* gate = z + int64_t(r) * dim;
+        float* result = out + int64_t(r) * dim;
+        double sum_of_squares = 0.0;
+        for (int i = 0; i < dim; i++) sum_of_squares += double(row[i]) * row[i];
+        const float inv_rms = float(1.0 / std::sqrt(sum_of_squares / dim + eps));
+        for (int i = 0; i < dim; i++) result[i] = weight[i] * (row[i] * inv_rms) * silu(gate[i]);
+    }
 }

@@ -116,7 +116,7 @@ TEST_CASE("the architecture name picks the key prefix: qwen2 or qwen3, no other"
         if (pair.first.rfind("qwen3.", 0) == 0) pair.first = "llama." + pair.first.substr(6);
     CHECK_THROWS_WITH_AS(
         read_model_config(with(pairs, "general.architecture", gguf_string("llama"))),
-        "architecture 'llama' is not supported (this engine reads qwen2, qwen3)", Error);
+        "architecture 'llama' is not supported (this engine reads qwen2, qwen3, qwen35)", Error);
 }
 
 TEST_CASE("a vocab-only file has no model config") {
