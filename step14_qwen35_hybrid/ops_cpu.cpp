@@ -198,6 +198,7 @@ int argmax(const float* x, int n) {
 
 void causal_conv1d_silu(float* out, const float* x, float* window, const float* weight,
                         int n_tokens, int channels, int kernel) {
+    // BEGIN SOLUTION step14 causal_conv1d_silu
     const int history = kernel - 1;  // inputs before token 0 that token 0 still sees
     for (int t = 0; t < n_tokens; t++) {
         for (int c = 0; c < channels; c++) {
@@ -220,6 +221,7 @@ void causal_conv1d_silu(float* out, const float* x, float* window, const float* 
                                              : x + int64_t(joined - history) * channels;
         for (int c = 0; c < channels; c++) window[int64_t(i) * channels + c] = from[c];
     }
+    // END SOLUTION
 }
 
 void l2_normalize_rows(float* x, int n_rows, int dim, float eps, float scale) {
@@ -249,6 +251,7 @@ void delta_net_gates(float* beta, float* g, const float* b, const float* a, cons
 void gated_delta_rule(float* out, float* state, const float* q, const float* k, const float* v,
                       const float* g, const float* beta, int n_tokens, int n_key_heads,
                       int n_value_heads, int dk, int dv) {
+    // BEGIN SOLUTION step14 gated_delta_rule
 #pragma omp parallel
     {
         std::vector<float> delta(dv);  // (dv) one token's correction, then its output
@@ -285,6 +288,7 @@ void gated_delta_rule(float* out, float* state, const float* q, const float* k, 
             }
         }
     }
+    // END SOLUTION
 }
 
 void gated_rmsnorm(float* out, const float* x, const float* z, const float* weight, int n_rows,

@@ -273,6 +273,18 @@ REGIONS = {
             ["gpu::qk_norm_rope equals qk_norm then rope, heads of 2 to 2500 values",
              "qkv_rope_cache with QK-norm equals rmsnorm, the matmuls, qk_norm and rope"]),
     },
+    "14": {
+        "causal_conv1d_silu": Region(
+            "out[t][c] = silu(sum over j < kernel of weight[c][j] * input at t - (kernel - 1) + j), "
+            "an input before token 0 read from `window` (the last kernel - 1 inputs of the "
+            "earlier calls); then the window becomes the last kernel - 1 rows of (window, x)",
+            ["causal_conv1d_silu: each channel's taps over its last inputs, then SiLU"]),
+        "gated_delta_rule": Region(
+            "per value head h (key head h % n_key_heads) and token t: S = exp(g) S; "
+            "delta = beta (v - S^T k); S += k delta^T; out = S^T q, with S (dk, dv) in `state`",
+            ["gated_delta_rule: decay, correct the recall under k, read with q",
+             "gated_delta_rule: value head h reads key head h % n_key_heads (the file's order)"]),
+    },
 }
 
 
