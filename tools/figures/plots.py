@@ -113,6 +113,12 @@ series_staircase.svg (overview, steps 05 to 12)
     are missing. The subtitle and the foot say where each step's rows come from (files, dates).
     `tools/figures/plots.py --source FILE` draws the same picture from other bench_series.py tables
     alone: `make bench` does so on the table it has just written (build/bench/).
+hybrid_cache_memory.svg (step 14)
+    Qwen3.5's hybrid cache against the context length, log-log, for the published shapes of
+    Qwen3.5-0.8B, 4B and 9B (4B and 9B have the same cache): the KV cache of the attention layers
+    (F16) growing with the positions, the Gated DeltaNet layers' states (fp32) flat, the KV cache
+    the model would need with attention in every layer, and where KV and state are equal; the
+    sizes counted as step14_qwen35_hybrid/kv_cache.cpp counts them (hybrid.py).
 
 The four pictures of step 9's kernels take their tile sizes, warp counts and thresholds from the
 constexpr lines of step 9's CUDA files (kernels.py: cuda_constants), step 12's from its GEMM's and
@@ -120,7 +126,7 @@ flash attention's files, so they follow the kernels when those change.
 
 This file draws them; the figures live in its neighbours by family: style.py (palette, helpers),
 layouts.py (bytes in memory), sampler.py, kernels.py (steps 6 to 10), speed.py (the records),
-tensor_cores.py (step 12).
+tensor_cores.py (step 12), hybrid.py (step 14).
 
 The SVGs are byte-identical from run to run (fixed hash salt, no date) and keep their text as
 text (svg.fonttype 'none'), so they stay small and diff well.
@@ -142,6 +148,7 @@ from kernels import (
     tiled_gemm, warp_shuffle_sum)
 from speed import series_speed, series_staircase
 from tensor_cores import flash_attention_tiles, tensor_core_gemm
+from hybrid import hybrid_cache_memory
 
 # ---- main ----
 
@@ -161,6 +168,7 @@ FIGURES = {
     "tensor_core_gemm": tensor_core_gemm,
     "flash_attention_tiles": flash_attention_tiles,
     "series_staircase": series_staircase,
+    "hybrid_cache_memory": hybrid_cache_memory,
 }
 
 
