@@ -55,7 +55,7 @@ __global__ void causal_conv1d_silu_kernel(float* out, const float* x, float* win
         const int j = m - unused;  // the tap's index in weight's row
         tap[m] = j >= 0 ? weight[int64_t(c) * kernel + j] : 0.0f;
         const int source = first - (kMaxConvKernel - m);  // < 0: an input of an earlier call
-        recent[m] = j < 1 ? 0.0f
+        recent[m] = j < 1         ? 0.0f
                     : source >= 0 ? x[int64_t(source) * channels + c]
                                   : window[int64_t(history + source) * channels + c];
     }
@@ -143,10 +143,23 @@ void delta_net_gates(float* beta, float* g, const float* b, const float* a, cons
 // Columns a block updates, a warp each: 8 neighbouring floats of every state row, one 32-byte
 // memory sector, when the block reads and writes the state.
 constexpr int kRuleWarps = 8;
+constexpr int kRuleThreads = kRuleWarps * kWarpSize;
 constexpr int kMaxKeyDim = 256;  // dk up to 8 registers a lane
 
-// What one token gives one warp: its key head's q and k (lane's rows), and for the warp's
-// column the decay e^g, beta and v[j].
+// gated_delta_rule's arguments, as the kernel takes them.
+struct DeltaRuleArgs {
+    float* out;    // (n_tokens, n_value_heads, dv)
+    float* state;  // (n_value_heads, dk, dv)
+    const float* q;
+    const float* k;  // (n_tokens, n_key_heads, dk)
+    const float* v;  // (n_tokens, n_value_heads, dv)
+    const float* g;
+    const float* beta;  // (n_tokens, n_value_heads)
+    int n_tokens, n_key_heads, n_value_heads, dv;
+};
+
+// What token t gives the warp of column j of value head h: the key head's q and k (the lane's
+// rows), and for the column the decay e^g, beta and v[j].
 template <int kRows>
 struct TokenInputs {
     float q[kRows], k[kRows];
@@ -154,51 +167,43 @@ struct TokenInputs {
 };
 
 template <int kRows>
-__device__ inline TokenInputs<kRows> load_token(const float* q, const float* k, const float* v,
-                                                const float* g, const float* beta, int t, int h,
-                                                int j, int n_key_heads, int n_value_heads,
-                                                int dv) {
+__device__ inline TokenInputs<kRows> load_token(const DeltaRuleArgs& a, int t, int h, int j) {
     constexpr int dk = kRows * kWarpSize;
     const int lane = threadIdx.x % kWarpSize;
-    const int64_t key_row = (int64_t(t) * n_key_heads + h % n_key_heads) * dk;  // tiled order
-    const int64_t head_index = int64_t(t) * n_value_heads + h;
+    const int key_head = h % a.n_key_heads;  // the file's tiled order
+    const int64_t key_row = (int64_t(t) * a.n_key_heads + key_head) * dk;
+    const int64_t head_index = int64_t(t) * a.n_value_heads + h;
     TokenInputs<kRows> in;
 #pragma unroll
     for (int r = 0; r < kRows; r++) {
-        in.q[r] = q[key_row + r * kWarpSize + lane];
-        in.k[r] = k[key_row + r * kWarpSize + lane];
+        in.q[r] = a.q[key_row + r * kWarpSize + lane];
+        in.k[r] = a.k[key_row + r * kWarpSize + lane];
     }
-    in.decay = expf(g[head_index]);
-    in.beta = beta[head_index];
-    in.v = v[head_index * dv + j];
+    in.decay = expf(a.g[head_index]);
+    in.beta = a.beta[head_index];
+    in.v = a.v[head_index * a.dv + j];
     return in;
 }
 
 // Block (h, column group): warp w owns column j = blockIdx.y * kRuleWarps + w of value head h's
 // state, lane l its rows l, l + 32, ... (kRows = dk / 32 of them).
 template <int kRows>
-__global__ void __launch_bounds__(kRuleWarps* kWarpSize)
-    gated_delta_rule_kernel(float* out, float* state, const float* q, const float* k,
-                            const float* v, const float* g, const float* beta, int n_tokens,
-                            int n_key_heads, int n_value_heads, int dv) {
+__global__ void __launch_bounds__(kRuleThreads) gated_delta_rule_kernel(const DeltaRuleArgs a) {
     constexpr int dk = kRows * kWarpSize;
     const int h = blockIdx.x;
     const int j = blockIdx.y * kRuleWarps + threadIdx.x / kWarpSize;
     const int lane = threadIdx.x % kWarpSize;
-    if (j >= dv) return;  // the whole warp: its shuffles need no other
-    float* column = state + int64_t(h) * dk * dv + j;  // S[i][j] at column[i * dv]
-    float s[kRows];                                    // S[r * 32 + lane][j]
+    if (j >= a.dv) return;  // the whole warp: its shuffles need no other
+    float* column = a.state + int64_t(h) * dk * a.dv + j;  // S[i][j] at column[i * dv]
+    float s[kRows];                                        // S[r * 32 + lane][j]
 #pragma unroll
-    for (int r = 0; r < kRows; r++) s[r] = column[int64_t(r * kWarpSize + lane) * dv];
+    for (int r = 0; r < kRows; r++) s[r] = column[int64_t(r * kWarpSize + lane) * a.dv];
     // The next token's inputs are loaded before this token's arithmetic, which does not need
     // them: their memory latency passes while the shuffles run.
-    TokenInputs<kRows> next =
-        load_token<kRows>(q, k, v, g, beta, 0, h, j, n_key_heads, n_value_heads, dv);
-    for (int t = 0; t < n_tokens; t++) {
+    TokenInputs<kRows> next = load_token<kRows>(a, 0, h, j);
+    for (int t = 0; t < a.n_tokens; t++) {
         const TokenInputs<kRows> in = next;
-        if (t + 1 < n_tokens)
-            next = load_token<kRows>(q, k, v, g, beta, t + 1, h, j, n_key_heads, n_value_heads,
-                                     dv);
+        if (t + 1 < a.n_tokens) next = load_token<kRows>(a, t + 1, h, j);
         // S = e^g S, and what it recalls for k: S^T k.
         float recalled = 0.0f;
 #pragma unroll
@@ -215,19 +220,16 @@ __global__ void __launch_bounds__(kRuleWarps* kWarpSize)
             read = fmaf(s[r], in.q[r], read);
         }
         read = warp_sum(read);
-        if (lane == 0) out[(int64_t(t) * n_value_heads + h) * dv + j] = read;
+        if (lane == 0) a.out[(int64_t(t) * a.n_value_heads + h) * a.dv + j] = read;
     }
 #pragma unroll
-    for (int r = 0; r < kRows; r++) column[int64_t(r * kWarpSize + lane) * dv] = s[r];
+    for (int r = 0; r < kRows; r++) column[int64_t(r * kWarpSize + lane) * a.dv] = s[r];
 }
 
 template <int kRows>
-static void launch_gated_delta_rule(float* out, float* state, const float* q, const float* k,
-                                    const float* v, const float* g, const float* beta,
-                                    int n_tokens, int n_key_heads, int n_value_heads, int dv) {
-    const dim3 grid(n_value_heads, (dv + kRuleWarps - 1) / kRuleWarps);
-    gated_delta_rule_kernel<kRows><<<grid, kRuleWarps * kWarpSize>>>(
-        out, state, q, k, v, g, beta, n_tokens, n_key_heads, n_value_heads, dv);
+static void launch_gated_delta_rule(const DeltaRuleArgs& a) {
+    const dim3 grid(a.n_value_heads, (a.dv + kRuleWarps - 1) / kRuleWarps);
+    gated_delta_rule_kernel<kRows><<<grid, kRuleThreads>>>(a);
     check_launch("gated_delta_rule_kernel");
 }
 
@@ -235,30 +237,23 @@ void gated_delta_rule(float* out, float* state, const float* q, const float* k, 
                       const float* g, const float* beta, int n_tokens, int n_key_heads,
                       int n_value_heads, int dk, int dv) {
     if (dk % kWarpSize != 0 || dk < kWarpSize || dk > kMaxKeyDim)
-        fail("gpu::gated_delta_rule takes key heads of 32, 64, ... %d values, not %d", kMaxKeyDim,
-             dk);
+        fail("gpu::gated_delta_rule needs key heads of a multiple of 32 values up to %d, not %d",
+             kMaxKeyDim, dk);
     if (n_tokens == 0 || n_value_heads == 0 || dv == 0) return;
+    const DeltaRuleArgs a{out, state, q, k, v, g, beta, n_tokens, n_key_heads, n_value_heads, dv};
     // A register array needs its length at compile time: one kernel per dk / 32.
+    static_assert(kMaxKeyDim == 8 * kWarpSize, "the cases below cover dk / 32 = 1 to 8");
     switch (dk / kWarpSize) {
-        case 1: return launch_gated_delta_rule<1>(out, state, q, k, v, g, beta, n_tokens,
-                                                  n_key_heads, n_value_heads, dv);
-        case 2: return launch_gated_delta_rule<2>(out, state, q, k, v, g, beta, n_tokens,
-                                                  n_key_heads, n_value_heads, dv);
-        case 3: return launch_gated_delta_rule<3>(out, state, q, k, v, g, beta, n_tokens,
-                                                  n_key_heads, n_value_heads, dv);
-        case 4: return launch_gated_delta_rule<4>(out, state, q, k, v, g, beta, n_tokens,
-                                                  n_key_heads, n_value_heads, dv);
-        case 5: return launch_gated_delta_rule<5>(out, state, q, k, v, g, beta, n_tokens,
-                                                  n_key_heads, n_value_heads, dv);
-        case 6: return launch_gated_delta_rule<6>(out, state, q, k, v, g, beta, n_tokens,
-                                                  n_key_heads, n_value_heads, dv);
-        case 7: return launch_gated_delta_rule<7>(out, state, q, k, v, g, beta, n_tokens,
-                                                  n_key_heads, n_value_heads, dv);
-        default: return launch_gated_delta_rule<8>(out, state, q, k, v, g, beta, n_tokens,
-                                                   n_key_heads, n_value_heads, dv);
+        case 1: return launch_gated_delta_rule<1>(a);
+        case 2: return launch_gated_delta_rule<2>(a);
+        case 3: return launch_gated_delta_rule<3>(a);
+        case 4: return launch_gated_delta_rule<4>(a);
+        case 5: return launch_gated_delta_rule<5>(a);
+        case 6: return launch_gated_delta_rule<6>(a);
+        case 7: return launch_gated_delta_rule<7>(a);
+        default: return launch_gated_delta_rule<8>(a);
     }
 }
-static_assert(kMaxKeyDim == 8 * kWarpSize, "gated_delta_rule's switch covers dk / 32 = 1 to 8");
 
 // ---- gated_rmsnorm: a warp per row ----
 
