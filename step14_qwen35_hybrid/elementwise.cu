@@ -2,9 +2,9 @@
 // rope, swiglu and residual_add. Neighbouring threads read and write neighbouring elements, so
 // every access is coalesced as it is. Each kernel has its CPU twin in ops_cpu.cpp, and the
 // checks hold it to it. The kernels are step 6's; step 11 adds store_cache_rows, a prompt's
-// keys and values rounded into an F16 cache (its twin: half.h's f32_to_f16).
-// Written in step 9; last changed in step 11 (embedding reads a table of any weight type;
-// store_cache_rows).
+// keys and values rounded into an F16 cache (its twin: half.h's f32_to_f16); step 14 adds
+// Qwen3.5's partial RoPE (rope_kernel on the first rope_dims values of a head) and sigmoid_gate.
+// Written in step 9; last changed in step 14 (rope_dims; sigmoid_gate).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -70,18 +70,19 @@ void add_bias(float* x, const float* bias, int n_tokens, int dim) {
 }
 
 // ---- rope: one thread per rotated pair, the angle in double ----
+// Step 14: only the first rope_dims values of each head turn (rope_dims = head_dim: all).
 
-__global__ void rope_kernel(float* x, int n_tokens, int n_heads, int head_dim, int first_position,
-                            float base) {
+__global__ void rope_kernel(float* x, int n_tokens, int n_heads, int head_dim, int rope_dims,
+                            int first_position, float base) {
     // BEGIN SOLUTION step06 rope_kernel
-    int half = head_dim / 2;
+    int half = rope_dims / 2;
     int64_t index = thread_index();
     if (index >= int64_t(n_tokens) * n_heads * half) return;
     int i = int(index % half);
     int64_t head_index = index / half;  // t * n_heads + h
     int64_t t = head_index / n_heads;
     double position = double(first_position) + t;
-    double angle = position * pow(double(base), -2.0 * i / head_dim);
+    double angle = position * pow(double(base), -2.0 * i / rope_dims);
     float c = float(cos(angle));
     float s = float(sin(angle));
     float* head = x + head_index * head_dim;
@@ -92,12 +93,17 @@ __global__ void rope_kernel(float* x, int n_tokens, int n_heads, int head_dim, i
     // END SOLUTION
 }
 
-void rope(float* x, int n_tokens, int n_heads, int head_dim, int first_position, float base) {
-    int64_t n_threads = int64_t(n_tokens) * n_heads * (head_dim / 2);
+void partial_rope(float* x, int n_tokens, int n_heads, int head_dim, int rope_dims,
+                  int first_position, float base) {
+    int64_t n_threads = int64_t(n_tokens) * n_heads * (rope_dims / 2);
     if (n_threads == 0) return;
-    rope_kernel<<<blocks_for(n_threads), kBlockSize>>>(x, n_tokens, n_heads, head_dim,
+    rope_kernel<<<blocks_for(n_threads), kBlockSize>>>(x, n_tokens, n_heads, head_dim, rope_dims,
                                                        first_position, base);
     check_launch("rope_kernel");
+}
+
+void rope(float* x, int n_tokens, int n_heads, int head_dim, int first_position, float base) {
+    partial_rope(x, n_tokens, n_heads, head_dim, head_dim, first_position, base);
 }
 
 // ---- swiglu and residual_add: one thread per element ----
@@ -127,6 +133,20 @@ void residual_add(float* x, const float* delta, int64_t n) {
     if (n == 0) return;
     residual_add_kernel<<<blocks_for(n), kBlockSize>>>(x, delta, n);
     check_launch("residual_add_kernel");
+}
+
+// ---- sigmoid_gate: one thread per element ----
+
+__global__ void sigmoid_gate_kernel(float* x, const float* gate, int64_t n) {
+    int64_t i = thread_index();
+    if (i >= n) return;
+    x[i] *= 1.0f / (1.0f + expf(-gate[i]));
+}
+
+void sigmoid_gate(float* x, const float* gate, int64_t n) {
+    if (n == 0) return;
+    sigmoid_gate_kernel<<<blocks_for(n), kBlockSize>>>(x, gate, n);
+    check_launch("sigmoid_gate_kernel");
 }
 
 // ---- store_cache_rows: one thread per value ----

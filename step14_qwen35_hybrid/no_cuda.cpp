@@ -65,6 +65,8 @@ void rmsnorm(float*, const float*, const float*, int, int, float) { no_gpu_code(
 void matmul(float*, const float*, const void*, uint32_t, int, int, int) { no_gpu_code(); }
 void add_bias(float*, const float*, int, int) { no_gpu_code(); }
 void rope(float*, int, int, int, int, float) { no_gpu_code(); }
+void partial_rope(float*, int, int, int, int, int, float) { no_gpu_code(); }
+void sigmoid_gate(float*, const float*, int64_t) { no_gpu_code(); }
 void qk_norm_rope(float*, const float*, int, int, int, int, float, float) { no_gpu_code(); }
 void attention(float*, const float*, const void*, const void*, int, int, int, int, int, CacheType) {
     no_gpu_code();
@@ -73,6 +75,22 @@ void swiglu(float*, const float*, const float*, int64_t) { no_gpu_code(); }
 void store_cache_rows(void*, CacheType, const float*, int64_t) { no_gpu_code(); }
 void residual_add(float*, const float*, int64_t) { no_gpu_code(); }
 int argmax(const float*, int) { no_gpu_code(); }
+
+void causal_conv1d_silu(float*, const float*, float*, const float*, int, int, int) {
+    no_gpu_code();
+}
+void l2_normalize_rows(float*, int, int, float, float) { no_gpu_code(); }
+void delta_net_gates(float*, float*, const float*, const float*, const float*, const float*, int,
+                     int) {
+    no_gpu_code();
+}
+void gated_delta_rule(float*, float*, const float*, const float*, const float*, const float*,
+                      const float*, int, int, int, int, int) {
+    no_gpu_code();
+}
+void gated_rmsnorm(float*, const float*, const float*, const float*, int, int, float) {
+    no_gpu_code();
+}
 
 void quantize_q8(Q8Vector, const float*, const float*, float, int, Stream) { no_gpu_code(); }
 void qkv_rope_cache(float*, void*, void*, CacheType, const float*, const float*, float,

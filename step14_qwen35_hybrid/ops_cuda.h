@@ -8,6 +8,8 @@
 // and argmax (rmsnorm.cu, argmax.cu), and attention split over the cached positions
 // (decode_attention.cu, prompt_attention.cu); the element-wise operators are in
 // elementwise.cu. The declarations are step 6's, so forward_cuda.cpp runs them unchanged.
+// Step 14 adds Qwen3.5's: partial RoPE and the attention's sigmoid gate (elementwise.cu), and
+// the Gated DeltaNet's operators (gated_delta_net.cu).
 // Launches are asynchronous; a function returns before its kernel has finished, and a later
 // copy to the host waits for it.
 //
@@ -51,6 +53,15 @@ void add_bias(float* x, const float* bias, int n_tokens, int dim);
 // NEOX RoPE, one thread per rotated pair; the angle is computed in double as on the CPU.
 void rope(float* x, int n_tokens, int n_heads, int head_dim, int first_position, float base);
 
+// Step 14: rope() on the first rope_dims values of each head alone (ops_cpu.h's partial_rope),
+// rope_kernel with its angles spread over rope_dims: rope() is partial_rope with rope_dims =
+// head_dim, the same kernel and the same arithmetic.
+void partial_rope(float* x, int n_tokens, int n_heads, int head_dim, int rope_dims,
+                  int first_position, float base);
+
+// Step 14: x[i] *= sigmoid(gate[i]), one thread per element.
+void sigmoid_gate(float* x, const float* gate, int64_t n);
+
 // Step 13: qk_norm() then rope() of ops_cpu.h in one kernel, a block per (token, head) (Qwen3's
 // prompt path, head_norm.cu): the norm joins the pass over Q and K that RoPE makes anyway.
 void qk_norm_rope(float* x, const float* weight, int n_tokens, int n_heads, int head_dim,
@@ -77,6 +88,31 @@ void residual_add(float* x, const float* delta, int64_t n);
 // Index of the largest of n values, the first one on a tie (as the CPU's); waits for the
 // device to return it. Like the CPU's, it never picks a NaN, unless x[0] is one.
 int argmax(const float* x, int n);
+
+// ---- Step 14: the Gated DeltaNet layer (gated_delta_net.cu), ops_cpu.h's contracts ----
+
+// A thread per channel and chunk of 16 tokens; the window (kernel - 1, channels) is updated in
+// place. Kernels of up to 8 taps (Qwen3.5's has 4); longer ones fail.
+void causal_conv1d_silu(float* out, const float* x, float* window, const float* weight,
+                        int n_tokens, int channels, int kernel);
+
+// A warp per row. In place.
+void l2_normalize_rows(float* x, int n_rows, int dim, float eps, float scale);
+
+// A thread per (token, value head).
+void delta_net_gates(float* beta, float* g, const float* b, const float* a, const float* A,
+                     const float* dt_bias, int n_tokens, int n_heads);
+
+// The whole recurrence in one launch: a warp per column of a value head's state, which stays
+// in the warp's registers over all n_tokens tokens; state read at the start and written back
+// at the end. dk must be a multiple of 32 up to 256; other sizes fail.
+void gated_delta_rule(float* out, float* state, const float* q, const float* k, const float* v,
+                      const float* g, const float* beta, int n_tokens, int n_key_heads,
+                      int n_value_heads, int dk, int dv);
+
+// A warp per row; `out` may be `x`.
+void gated_rmsnorm(float* out, const float* x, const float* z, const float* weight, int n_rows,
+                   int dim, float eps);
 
 // ---- the kernels that matmul and attention choose between ----
 
