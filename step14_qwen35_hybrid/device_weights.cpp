@@ -1,4 +1,5 @@
-// device_weights.cpp - convert on the host, one matrix at a time, then copy.
+// device_weights.cpp - convert on the host, one matrix at a time, then copy. Step 14: each
+// layer's tensors by its kind.
 #include "device_weights.h"
 
 #include <cstring>
@@ -75,6 +76,34 @@ static DeviceMatrix upload_matrix(const WeightMatrix& matrix, WeightPrecision pr
     return upload_matrix(matrix, device_type(matrix.type, precision), notice);
 }
 
+// An attention layer's tensors.
+static void upload_attention(const LayerWeights& layer, WeightPrecision precision,
+                             const ConversionNotice& notice, DeviceLayerWeights& w) {
+    w.attn_q = upload_matrix(layer.attn_q, precision, notice);
+    w.attn_q_bias.upload(layer.attn_q_bias);
+    w.attn_k = upload_matrix(layer.attn_k, precision, notice);
+    w.attn_k_bias.upload(layer.attn_k_bias);
+    w.attn_v = upload_matrix(layer.attn_v, precision, notice);
+    w.attn_v_bias.upload(layer.attn_v_bias);
+    w.attn_q_norm.upload(layer.attn_q_norm);
+    w.attn_k_norm.upload(layer.attn_k_norm);
+    w.attn_output = upload_matrix(layer.attn_output, precision, notice);
+}
+
+// Step 14: a Gated DeltaNet layer's tensors.
+static void upload_delta_net(const LayerWeights& layer, WeightPrecision precision,
+                             const ConversionNotice& notice, DeviceLayerWeights& w) {
+    w.attn_qkv = upload_matrix(layer.attn_qkv, precision, notice);
+    w.attn_gate = upload_matrix(layer.attn_gate, precision, notice);
+    w.ssm_conv1d.upload(layer.ssm_conv1d);
+    w.ssm_beta = upload_matrix(layer.ssm_beta, precision, notice);
+    w.ssm_alpha = upload_matrix(layer.ssm_alpha, precision, notice);
+    w.ssm_dt_bias.upload(layer.ssm_dt_bias);
+    w.ssm_a.upload(layer.ssm_a);
+    w.ssm_norm.upload(layer.ssm_norm);
+    w.ssm_out = upload_matrix(layer.ssm_out, precision, notice);
+}
+
 DeviceWeights upload_weights(const Weights& weights, WeightPrecision precision,
                              const ConversionNotice& notice) {
     DeviceWeights result;
@@ -84,15 +113,9 @@ DeviceWeights upload_weights(const Weights& weights, WeightPrecision precision,
     for (const LayerWeights& layer : weights.layers) {
         DeviceLayerWeights w;
         w.attn_norm.upload(layer.attn_norm);
-        w.attn_q = upload_matrix(layer.attn_q, precision, notice);
-        w.attn_q_bias.upload(layer.attn_q_bias);
-        w.attn_k = upload_matrix(layer.attn_k, precision, notice);
-        w.attn_k_bias.upload(layer.attn_k_bias);
-        w.attn_v = upload_matrix(layer.attn_v, precision, notice);
-        w.attn_v_bias.upload(layer.attn_v_bias);
-        w.attn_q_norm.upload(layer.attn_q_norm);
-        w.attn_k_norm.upload(layer.attn_k_norm);
-        w.attn_output = upload_matrix(layer.attn_output, precision, notice);
+        // Step 14: the layer's kind is the tensors it holds (a DeltaNet layer has attn_qkv).
+        if (layer.attn_qkv.data != nullptr) upload_delta_net(layer, precision, notice, w);
+        else upload_attention(layer, precision, notice, w);
         w.ffn_norm.upload(layer.ffn_norm);
         // One kernel reads gate and up together (gate_up_swiglu), so they need one type:
         // when the file gives them two, both become the type neither keeps, F16.
@@ -118,11 +141,12 @@ const DeviceMatrix& lm_head(const DeviceWeights& weights) {
 static uint64_t layer_bytes(const DeviceLayerWeights& w) {
     uint64_t bytes = 0;
     for (const DeviceMatrix* m :
-         {&w.attn_q, &w.attn_k, &w.attn_v, &w.attn_output, &w.ffn_gate, &w.ffn_up, &w.ffn_down})
+         {&w.attn_q, &w.attn_k, &w.attn_v, &w.attn_output, &w.attn_qkv, &w.attn_gate, &w.ssm_beta,
+          &w.ssm_alpha, &w.ssm_out, &w.ffn_gate, &w.ffn_up, &w.ffn_down})
         bytes += m->data.allocated_bytes();
     for (const DeviceBuffer<float>* v :
          {&w.attn_norm, &w.attn_q_bias, &w.attn_k_bias, &w.attn_v_bias, &w.attn_q_norm,
-          &w.attn_k_norm, &w.ffn_norm})
+          &w.attn_k_norm, &w.ssm_conv1d, &w.ssm_dt_bias, &w.ssm_a, &w.ssm_norm, &w.ffn_norm})
         bytes += v->allocated_bytes();
     return bytes;
 }

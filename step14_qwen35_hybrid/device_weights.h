@@ -7,6 +7,9 @@
 // BF16 matrix (its values may not fit F16's range). An F32 matrix loses precision in that
 // rounding; WeightPrecision::F32 turns every matrix into F32, exact at 4 bytes per weight, for
 // the checks against transformers. Norms and biases are F32.
+// Step 14: a qwen35 layer holds the tensors of its kind, as LayerWeights does (weights.h): a Gated
+// DeltaNet layer's matrices are uploaded as any matrix, its small tensors as floats, and the
+// other kind's stay empty.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +32,7 @@ struct DeviceMatrix {
 
 struct DeviceLayerWeights {
     DeviceBuffer<float> attn_norm;    // (d_model)
-    DeviceMatrix attn_q;              // (q_dim, d_model)
+    DeviceMatrix attn_q;              // (q_dim, d_model); qwen35: (2 q_dim, d_model)
     DeviceBuffer<float> attn_q_bias;  // (q_dim), empty (null) where the model has no biases
     DeviceMatrix attn_k;              // (kv_dim, d_model)
     DeviceBuffer<float> attn_k_bias;  // (kv_dim)
@@ -38,7 +41,17 @@ struct DeviceLayerWeights {
     DeviceBuffer<float> attn_q_norm;  // (head_dim), step 13: QK-norm's; empty without it
     DeviceBuffer<float> attn_k_norm;  // (head_dim)
     DeviceMatrix attn_output;         // (d_model, q_dim)
-    DeviceBuffer<float> ffn_norm;     // (d_model)
+    // Step 14: a Gated DeltaNet layer (weights.h: C = 2 Hk dk + Hv dv, the file's head order).
+    DeviceMatrix attn_qkv;            // (C, d_model)
+    DeviceMatrix attn_gate;           // (Hv dv, d_model)
+    DeviceBuffer<float> ssm_conv1d;   // (C, conv_kernel)
+    DeviceMatrix ssm_beta;            // (Hv, d_model)
+    DeviceMatrix ssm_alpha;           // (Hv, d_model)
+    DeviceBuffer<float> ssm_dt_bias;  // (Hv)
+    DeviceBuffer<float> ssm_a;        // (Hv)
+    DeviceBuffer<float> ssm_norm;     // (dv)
+    DeviceMatrix ssm_out;             // (d_model, Hv dv)
+    DeviceBuffer<float> ffn_norm;     // (d_model); qwen35's post_attention_norm
     DeviceMatrix ffn_gate;            // (d_ff, d_model)
     DeviceMatrix ffn_up;              // (d_ff, d_model)
     DeviceMatrix ffn_down;            // (d_model, d_ff)

@@ -3,8 +3,9 @@
 // every access is coalesced as it is. Each kernel has its CPU twin in ops_cpu.cpp, and the
 // checks hold it to it. The kernels are step 6's; step 11 adds store_cache_rows, a prompt's
 // keys and values rounded into an F16 cache (its twin: half.h's f32_to_f16); step 14 adds
-// Qwen3.5's partial RoPE (rope_kernel on the first rope_dims values of a head) and sigmoid_gate.
-// Written in step 9; last changed in step 14 (rope_dims; sigmoid_gate).
+// Qwen3.5's partial RoPE (rope_kernel on the first rope_dims values of a head), sigmoid_gate and
+// split_query_gate. Written in step 9; last changed in step 14 (rope_dims; sigmoid_gate;
+// split_query_gate).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -147,6 +148,27 @@ void sigmoid_gate(float* x, const float* gate, int64_t n) {
     if (n == 0) return;
     sigmoid_gate_kernel<<<blocks_for(n), kBlockSize>>>(x, gate, n);
     check_launch("sigmoid_gate_kernel");
+}
+
+// ---- split_query_gate: one thread per value of the query ----
+
+__global__ void split_query_gate_kernel(float* query, float* gate, const float* query_gate,
+                                        int64_t n, int head_dim) {
+    int64_t i = thread_index();  // (t * n_heads + h) * head_dim + j
+    if (i >= n) return;
+    int64_t row = i / head_dim;
+    int64_t j = i % head_dim;
+    const float* from = query_gate + row * 2 * head_dim;  // (2, head_dim)
+    query[i] = from[j];
+    gate[i] = from[head_dim + j];
+}
+
+void split_query_gate(float* query, float* gate, const float* query_gate, int n_tokens,
+                      int n_heads, int head_dim) {
+    int64_t n = int64_t(n_tokens) * n_heads * head_dim;
+    if (n == 0) return;
+    split_query_gate_kernel<<<blocks_for(n), kBlockSize>>>(query, gate, query_gate, n, head_dim);
+    check_launch("split_query_gate_kernel");
 }
 
 // ---- store_cache_rows: one thread per value ----

@@ -2,9 +2,12 @@
 // Decoder, which runs one token as a replayed CUDA graph. Plain C++: the CUDA code is all in
 // the .cu files. Step 13: Qwen3's QK-norm joins RoPE in the prompt (qk_norm_rope) and the fused
 // QKV kernel in the decode step, so a Qwen3 step has as many kernels as a Qwen2 one.
+// Step 14: a layer mixes the positions by its kind, in sublayer functions as on the CPU: qwen35's
+// gated attention (partial RoPE inside qk_norm_partial_rope) or its Gated DeltaNet.
 #include "forward_cuda.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "error.h"
 #include "flash_attention.h"
@@ -30,7 +33,29 @@ static void resize_state(DeviceRunState& s, const ModelConfig& config, int n_tok
     s.gate.resize(n * config.d_ff);
     s.up.resize(n * config.d_ff);
     s.logits.resize(size_t(n_logit_rows) * n_vocab);
+    // Step 14: the buffers of the gated attention and of the DeltaNet, only for a model that has
+    // them.
+    const size_t q_dim = size_t(config.n_heads) * config.head_dim;
+    const size_t gated = config.attention_output_gate ? n : 0;
+    s.query_gate.resize(gated * 2 * q_dim);
+    s.attn_gate.resize(gated * q_dim);
+    const DeltaNetConfig& dn = config.delta_net;
+    const size_t recurrent = config.has_recurrent_layers() ? n : 0;
+    s.mixed_qkv.resize(recurrent * dn.channels());
+    s.qkv.resize(recurrent * dn.channels());
+    s.q_heads.resize(recurrent * dn.qk_width());
+    s.k_heads.resize(recurrent * dn.qk_width());
+    s.v_heads.resize(recurrent * dn.value_width());
+    s.z.resize(recurrent * dn.value_width());
+    s.beta_in.resize(recurrent * dn.n_value_heads);
+    s.alpha_in.resize(recurrent * dn.n_value_heads);
+    s.beta.resize(recurrent * dn.n_value_heads);
+    s.decay.resize(recurrent * dn.n_value_heads);
+    s.recurrent.resize(recurrent * dn.value_width());
 }
+
+// transformers' l2norm of q and k in the Gated DeltaNet: a fixed epsilon (forward_cpu.cpp's).
+constexpr float kL2NormEps = 1e-6f;
 
 // y = x W^T for every token: the weight matrix's shape gives the sizes.
 static void linear(float* y, const float* x, const DeviceMatrix& w, int n_tokens) {
@@ -59,19 +84,114 @@ static bool attention_on_tensor_cores(const DeviceLayerWeights& layer, int head_
            gpu_has_tensor_core_mma();
 }
 
+// The attention sublayer of layer l on s.h (the normalized input), its output in s.delta.
+static void attention_sublayer(const ModelConfig& config, const DeviceWeights& weights, int l,
+                               DeviceKVCache& cache, DeviceRunState& s, int n) {
+    const DeviceLayerWeights& layer = weights.layers[l];
+    const int n_heads = int(config.n_heads);
+    const int n_kv_heads = int(config.n_kv_heads);
+    const int head_dim = int(config.head_dim);
+    const int q_dim = n_heads * head_dim;
+    const int kv_dim = n_kv_heads * head_dim;
+    const int first_position = cache.n_filled;
+    // The new positions' keys and values are computed straight into their rows of the
+    // cache, after the rows of earlier passes; attention then reads all of them. (Step 11:
+    // an F16 cache's rows take them rounded, once computed as floats in s.k and s.v.)
+    const bool f16_cache = cache.type == CacheType::F16;
+    // BEGIN SOLUTION step07 gpu_forward_cache_rows
+    float* k = f16_cache ? s.k.data() : static_cast<float*>(cache.key_rows(l, first_position));
+    float* v =
+        f16_cache ? s.v.data() : static_cast<float*>(cache.value_rows(l, first_position));
+    // END SOLUTION
+    // Step 14: a gated Q projection holds each head's query and gate; they part here.
+    if (config.attention_output_gate) {
+        linear(s.query_gate.data(), s.h.data(), layer.attn_q, n);
+        split_query_gate(s.q.data(), s.attn_gate.data(), s.query_gate.data(), n, n_heads,
+                         head_dim);
+    } else {
+        linear(s.q.data(), s.h.data(), layer.attn_q, n);
+    }
+    linear(k, s.h.data(), layer.attn_k, n);
+    linear(v, s.h.data(), layer.attn_v, n);
+    if (weights.attention.qkv_bias) {
+        add_bias(s.q.data(), layer.attn_q_bias.data(), n, q_dim);
+        add_bias(k, layer.attn_k_bias.data(), n, kv_dim);
+        add_bias(v, layer.attn_v_bias.data(), n, kv_dim);
+    }
+    // Step 14: rope_dims is head_dim before qwen35, and the partial kernels then the whole ones.
+    const int rope_dims = int(config.rope_dims);
+    if (weights.attention.qk_norm) {  // step 13: the norm joins RoPE's pass (head_norm.cu)
+        qk_norm_partial_rope(s.q.data(), layer.attn_q_norm.data(), n, n_heads, head_dim,
+                             rope_dims, first_position, config.rope_base, config.rms_eps);
+        qk_norm_partial_rope(k, layer.attn_k_norm.data(), n, n_kv_heads, head_dim, rope_dims,
+                             first_position, config.rope_base, config.rms_eps);
+    } else {
+        partial_rope(s.q.data(), n, n_heads, head_dim, rope_dims, first_position,
+                     config.rope_base);
+        partial_rope(k, n, n_kv_heads, head_dim, rope_dims, first_position, config.rope_base);
+    }
+    if (f16_cache) {
+        store_cache_rows(cache.key_rows(l, first_position), cache.type, k, int64_t(n) * kv_dim);
+        store_cache_rows(cache.value_rows(l, first_position), cache.type, v,
+                         int64_t(n) * kv_dim);
+    }
+    if (n > 1 && attention_on_tensor_cores(layer, head_dim))  // step 12
+        flash_attention(s.attn.data(), s.q.data(), cache.keys(l), cache.values(l), n,
+                        first_position, n_heads, n_kv_heads, head_dim, cache.type);
+    else
+        attention(s.attn.data(), s.q.data(), cache.keys(l), cache.values(l), n, first_position,
+                  n_heads, n_kv_heads, head_dim, cache.type);
+    if (config.attention_output_gate)
+        sigmoid_gate(s.attn.data(), s.attn_gate.data(), int64_t(n) * q_dim);
+    linear(s.delta.data(), s.attn.data(), layer.attn_output, n);
+}
+
+// Step 14: the Gated DeltaNet sublayer of layer l on s.h, its output in s.delta; its conv
+// window and state in the cache carry the earlier positions. forward_cpu.cpp's calls, in order.
+static void delta_net_sublayer(const ModelConfig& config, const DeviceWeights& weights, int l,
+                               DeviceKVCache& cache, DeviceRunState& s, int n) {
+    const DeviceLayerWeights& layer = weights.layers[l];
+    const DeltaNetConfig& dn = config.delta_net;
+    const int hk = int(dn.n_key_heads), hv = int(dn.n_value_heads);
+    const int dk = int(dn.key_dim), dv = int(dn.value_dim);
+    linear(s.mixed_qkv.data(), s.h.data(), layer.attn_qkv, n);
+    linear(s.z.data(), s.h.data(), layer.attn_gate, n);
+    linear(s.beta_in.data(), s.h.data(), layer.ssm_beta, n);
+    linear(s.alpha_in.data(), s.h.data(), layer.ssm_alpha, n);
+
+    causal_conv1d_silu(s.qkv.data(), s.mixed_qkv.data(), cache.conv_window(l),
+                       layer.ssm_conv1d.data(), n, int(dn.channels()), int(dn.conv_kernel));
+    split_qkv(s.q_heads.data(), s.k_heads.data(), s.v_heads.data(), s.qkv.data(), n,
+              int(dn.qk_width()), int(dn.value_width()));
+    l2_normalize_rows(s.q_heads.data(), n * hk, dk, kL2NormEps, 1.0f / std::sqrt(float(dk)));
+    l2_normalize_rows(s.k_heads.data(), n * hk, dk, kL2NormEps, 1.0f);
+    delta_net_gates(s.beta.data(), s.decay.data(), s.beta_in.data(), s.alpha_in.data(),
+                    layer.ssm_a.data(), layer.ssm_dt_bias.data(), n, hv);
+    gated_delta_rule(s.recurrent.data(), cache.delta_state(l), s.q_heads.data(), s.k_heads.data(),
+                     s.v_heads.data(), s.decay.data(), s.beta.data(), n, hk, hv, dk, dv);
+    gated_rmsnorm(s.recurrent.data(), s.recurrent.data(), s.z.data(), layer.ssm_norm.data(),
+                  n * hv, dv, config.rms_eps);
+    linear(s.delta.data(), s.recurrent.data(), layer.ssm_out, n);
+}
+
+// The feed-forward sublayer (SwiGLU) of layer l, added to s.x.
+static void ffn_sublayer(const ModelConfig& config, const DeviceLayerWeights& layer,
+                         DeviceRunState& s, int n) {
+    const int d = int(config.d_model), d_ff = int(config.d_ff);
+    rmsnorm(s.h.data(), s.x.data(), layer.ffn_norm.data(), n, d, config.rms_eps);
+    linear(s.gate.data(), s.h.data(), layer.ffn_gate, n);
+    linear(s.up.data(), s.h.data(), layer.ffn_up, n);
+    swiglu(s.gate.data(), s.gate.data(), s.up.data(), int64_t(n) * d_ff);
+    linear(s.delta.data(), s.gate.data(), layer.ffn_down, n);
+    residual_add(s.x.data(), s.delta.data(), int64_t(n) * d);
+}
+
 // One chunk of a prompt: the n tokens of `ids` at the positions after the cache's, with the
 // logits of the last n_logit_rows of them written to `logits`.
 static void forward_chunk(const ModelConfig& config, const DeviceWeights& weights,
                           const int32_t* ids, int n, DeviceKVCache& cache, DeviceRunState& state,
                           float* logits, int n_logit_rows) {
     const int d = int(config.d_model);
-    const int n_heads = int(config.n_heads);
-    const int n_kv_heads = int(config.n_kv_heads);
-    const int head_dim = int(config.head_dim);
-    const int q_dim = n_heads * head_dim;
-    const int kv_dim = n_kv_heads * head_dim;
-    const int d_ff = int(config.d_ff);
-    const int first_position = cache.n_filled;
     DeviceRunState& s = state;
     copy_to_device(s.ids.data(), ids, size_t(n) * sizeof(int32_t));
 
@@ -79,55 +199,12 @@ static void forward_chunk(const ModelConfig& config, const DeviceWeights& weight
               d);
     for (int l = 0; l < int(weights.layers.size()); l++) {
         const DeviceLayerWeights& layer = weights.layers[l];
-        // Attention sublayer.
         rmsnorm(s.h.data(), s.x.data(), layer.attn_norm.data(), n, d, config.rms_eps);
-        // The new positions' keys and values are computed straight into their rows of the
-        // cache, after the rows of earlier passes; attention then reads all of them. (Step 11:
-        // an F16 cache's rows take them rounded, once computed as floats in s.k and s.v.)
-        const bool f16_cache = cache.type == CacheType::F16;
-        // BEGIN SOLUTION step07 gpu_forward_cache_rows
-        float* k = f16_cache ? s.k.data() : static_cast<float*>(cache.key_rows(l, first_position));
-        float* v =
-            f16_cache ? s.v.data() : static_cast<float*>(cache.value_rows(l, first_position));
-        // END SOLUTION
-        linear(s.q.data(), s.h.data(), layer.attn_q, n);
-        linear(k, s.h.data(), layer.attn_k, n);
-        linear(v, s.h.data(), layer.attn_v, n);
-        if (weights.attention.qkv_bias) {
-            add_bias(s.q.data(), layer.attn_q_bias.data(), n, q_dim);
-            add_bias(k, layer.attn_k_bias.data(), n, kv_dim);
-            add_bias(v, layer.attn_v_bias.data(), n, kv_dim);
-        }
-        if (weights.attention.qk_norm) {  // step 13: the norm joins RoPE's pass (head_norm.cu)
-            qk_norm_rope(s.q.data(), layer.attn_q_norm.data(), n, n_heads, head_dim,
-                         first_position, config.rope_base, config.rms_eps);
-            qk_norm_rope(k, layer.attn_k_norm.data(), n, n_kv_heads, head_dim, first_position,
-                         config.rope_base, config.rms_eps);
-        } else {
-            rope(s.q.data(), n, n_heads, head_dim, first_position, config.rope_base);
-            rope(k, n, n_kv_heads, head_dim, first_position, config.rope_base);
-        }
-        if (f16_cache) {
-            store_cache_rows(cache.key_rows(l, first_position), cache.type, k, int64_t(n) * kv_dim);
-            store_cache_rows(cache.value_rows(l, first_position), cache.type, v,
-                             int64_t(n) * kv_dim);
-        }
-        if (n > 1 && attention_on_tensor_cores(layer, head_dim))  // step 12
-            flash_attention(s.attn.data(), s.q.data(), cache.keys(l), cache.values(l), n,
-                            first_position, n_heads, n_kv_heads, head_dim, cache.type);
-        else
-            attention(s.attn.data(), s.q.data(), cache.keys(l), cache.values(l), n, first_position,
-                      n_heads, n_kv_heads, head_dim, cache.type);
-        linear(s.delta.data(), s.attn.data(), layer.attn_output, n);
+        if (config.layer_kinds[l] == LayerKind::DeltaNet)
+            delta_net_sublayer(config, weights, l, cache, s, n);
+        else attention_sublayer(config, weights, l, cache, s, n);
         residual_add(s.x.data(), s.delta.data(), int64_t(n) * d);
-
-        // Feed-forward sublayer (SwiGLU).
-        rmsnorm(s.h.data(), s.x.data(), layer.ffn_norm.data(), n, d, config.rms_eps);
-        linear(s.gate.data(), s.h.data(), layer.ffn_gate, n);
-        linear(s.up.data(), s.h.data(), layer.ffn_up, n);
-        swiglu(s.gate.data(), s.gate.data(), s.up.data(), int64_t(n) * d_ff);
-        linear(s.delta.data(), s.gate.data(), layer.ffn_down, n);
-        residual_add(s.x.data(), s.delta.data(), int64_t(n) * d);
+        ffn_sublayer(config, layer, s, n);
     }
 
     // Final norm and LM head, only for the positions whose logits were asked for.
@@ -198,6 +275,9 @@ static int qkv_launches(const DeviceLayerWeights& layer) {
 }
 
 int kernels_per_decode_step(const ModelConfig& config, const DeviceWeights& weights) {
+    if (config.has_recurrent_layers())
+        fail("%s has no fused decode step: each new token runs the prompt's kernels",
+             config.architecture.c_str());
     const HeadShape heads{int(config.n_heads), int(config.n_kv_heads), int(config.head_dim)};
     const int n_layers = int(weights.layers.size());
     int n = 1 + 2;  // embedding; LM head, next token
@@ -291,6 +371,7 @@ static void check_fused_types(const DeviceWeights& weights) {
 Decoder::Decoder(const ModelConfig& config, const DeviceWeights& weights, DeviceKVCache& cache,
                  bool use_graph)
     : config_(config), weights_(weights), cache_(cache), use_graph_(use_graph) {
+    if (config.has_recurrent_layers()) return;  // step 14: the prompt path only, no buffers
     check_fused_types(weights);
     const HeadShape heads{int(config.n_heads), int(config.n_kv_heads), int(config.head_dim)};
     buffers_.slots.resize(2);
@@ -313,7 +394,9 @@ Decoder::Decoder(const ModelConfig& config, const DeviceWeights& weights, Device
 }
 
 int32_t Decoder::next_token(const std::vector<int32_t>& new_ids, std::vector<float>* logits) {
-    if (new_ids.size() != 1) {  // a prompt: the eager path, on the default stream
+    // A prompt, or (step 14) any token of a model with recurrent layers: the eager path, on the
+    // default stream.
+    if (new_ids.size() != 1 || config_.has_recurrent_layers()) {
         slots_known_ = false;
         return gpu::next_token(config_, weights_, new_ids, cache_, prompt_state_, logits);
     }

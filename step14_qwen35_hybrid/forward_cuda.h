@@ -6,6 +6,11 @@
 //
 // Step 10 adds the Decoder: a prompt still runs as above, kernel by kernel, but each later
 // token runs 6 fused kernels a layer (ops_cuda.h), recorded once as a CUDA graph and replayed.
+//
+// Step 14: qwen35's layers run on the prompt path as on the CPU (forward_cpu.h), a Gated
+// DeltaNet layer through gated_delta_net.cu's kernels with its window and state in the cache.
+// This first version has no fused kernels for them: the Decoder runs each new token of a model
+// with recurrent layers on the prompt path too, kernel by kernel, with no graph.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +47,21 @@ struct DeviceRunState {
     DeviceBuffer<float> gate;    // (n_tokens, d_ff) becomes silu(gate) * up
     DeviceBuffer<float> up;      // (n_tokens, d_ff)
     DeviceBuffer<float> logits;  // (n_logit_rows, n_vocab), see LogitRows
+    // Step 14: the gated attention's (empty without an output gate).
+    DeviceBuffer<float> query_gate;  // (n_tokens, n_heads, 2, head_dim) Q's projection
+    DeviceBuffer<float> attn_gate;   // (n_tokens, n_heads * head_dim)
+    // Step 14: a Gated DeltaNet layer's (empty without such layers); C = 2 Hk dk + Hv dv.
+    DeviceBuffer<float> mixed_qkv;   // (n_tokens, C) the projection, the convolution's input
+    DeviceBuffer<float> qkv;         // (n_tokens, C) after the convolution: q | k | v per token
+    DeviceBuffer<float> q_heads;     // (n_tokens, Hk, dk) normalized and scaled
+    DeviceBuffer<float> k_heads;     // (n_tokens, Hk, dk) normalized
+    DeviceBuffer<float> v_heads;     // (n_tokens, Hv, dv)
+    DeviceBuffer<float> z;           // (n_tokens, Hv, dv) the output's gate
+    DeviceBuffer<float> beta_in;     // (n_tokens, Hv) b
+    DeviceBuffer<float> alpha_in;    // (n_tokens, Hv) a
+    DeviceBuffer<float> beta;        // (n_tokens, Hv)
+    DeviceBuffer<float> decay;       // (n_tokens, Hv) g, the log of the state's decay
+    DeviceBuffer<float> recurrent;   // (n_tokens, Hv, dv) the delta rule's output, then normed
 };
 
 namespace gpu {
@@ -91,7 +111,9 @@ struct DecodeBuffers {
 // argmax, and (step 11) a quantize_q8 for each normalized input a block matrix reads (after the
 // embedding, after Wo and after down), and one before Wo where the attention cannot write its
 // input (head_dim not a multiple of 32); Wo's and down's inputs are rounded by the kernels that
-// produce them. (Step 13: Qwen3's QK-norm adds none, inside qkv_rope_cache.)
+// produce them. (Step 13: Qwen3's QK-norm adds none, inside qkv_rope_cache.) Step 14: a model
+// with recurrent layers has no decode step of its own (the Decoder runs the prompt path), and
+// is refused here with one line.
 int kernels_per_decode_step(const ModelConfig& config, const DeviceWeights& weights);
 
 // Launches one decode step on `stream`: it runs the token in the slots at their position,
@@ -106,7 +128,8 @@ void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
 // use_graph false, launched kernel by kernel: --no-graph). The host writes the slots only
 // when they do not already hold its token and position: after an argmax (greedy decoding)
 // they do, so a replay follows a replay with nothing copied in, and only the chosen id (and
-// the logits when asked for) is copied out.
+// the logits when asked for) is copied out. Step 14: a model with recurrent layers (qwen35)
+// runs every new token as a prompt of one, kernel by kernel: no graph in this first version.
 class Decoder {
 public:
     Decoder(const ModelConfig& config, const DeviceWeights& weights, DeviceKVCache& cache,

@@ -159,12 +159,12 @@ __device__ void finish_normed_head(float* q, Cache* k_cache, int matrix, int pai
     if (!last_block_done(scratch.done + slot, half / kMatvecWarps)) return;
     const int position = slots->position;
     if (matrix == 0)
-        norm_rope_head(q + int64_t(head) * head_dim, row, q_norm, eps, head_dim, position,
-                       rope_base);
+        norm_rope_head(q + int64_t(head) * head_dim, row, q_norm, eps, head_dim, head_dim,
+                       position, rope_base);
     else
         norm_rope_head(k_cache + int64_t(position) * heads.n_kv_heads * head_dim +
                            int64_t(head) * head_dim,
-                       row, k_norm, eps, head_dim, position, rope_base);
+                       row, k_norm, eps, head_dim, head_dim, position, rope_base);
 }
 
 template <typename WeightQK, typename WeightV, typename Cache>

@@ -13,7 +13,8 @@
 // write the whole state every token). The chunked form, which turns most of this work into
 // matrix products, is step 15's.
 //
-// The other four are cheap beside the projections: a thread per element or a warp per row.
+// The other four are cheap beside the projections: a thread per element or a warp per row, as
+// is split_qkv, which parts the convolved rows into q, k and v.
 #include "cuda_check.h"
 #include "ops_cuda.h"
 #include "reduce.cuh"
@@ -90,6 +91,29 @@ void causal_conv1d_silu(float* out, const float* x, float* window, const float* 
     causal_conv1d_silu_kernel<<<grid, kThreads>>>(out, x, window, weight, n_tokens, channels,
                                                   kernel);
     check_launch("causal_conv1d_silu_kernel");
+}
+
+// ---- split_qkv: a thread per value of the convolved rows ----
+
+__global__ void split_qkv_kernel(float* q, float* k, float* v, const float* qkv, int n_tokens,
+                                 int qk_width, int value_width) {
+    const int channels = 2 * qk_width + value_width;
+    const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= int64_t(n_tokens) * channels) return;
+    const int64_t t = i / channels;
+    const int c = int(i % channels);
+    if (c < qk_width) q[t * qk_width + c] = qkv[i];
+    else if (c < 2 * qk_width) k[t * qk_width + c - qk_width] = qkv[i];
+    else v[t * value_width + c - 2 * qk_width] = qkv[i];
+}
+
+void split_qkv(float* q, float* k, float* v, const float* qkv, int n_tokens, int qk_width,
+               int value_width) {
+    const int64_t n = int64_t(n_tokens) * (2 * qk_width + value_width);
+    if (n == 0) return;
+    split_qkv_kernel<<<unsigned((n + kThreads - 1) / kThreads), kThreads>>>(
+        q, k, v, qkv, n_tokens, qk_width, value_width);
+    check_launch("split_qkv_kernel");
 }
 
 // ---- l2_normalize_rows: a warp per row ----

@@ -13,28 +13,29 @@
 
 namespace gpu {
 
-// RoPE's rotation of the pair (a, b) = (element i, element i + head_dim / 2) at `position`, the
-// angle computed in double as rope_kernel computes it.
-__device__ inline void rotate_pair(float& a, float& b, int position, int i, int head_dim,
+// RoPE's rotation of the pair (a, b) = (element i, element i + rope_dims / 2) at `position`, the
+// angle computed in double as rope_kernel computes it (rope_dims = head_dim but for qwen35).
+__device__ inline void rotate_pair(float& a, float& b, int position, int i, int rope_dims,
                                    float rope_base) {
-    const double angle = double(position) * pow(double(rope_base), -2.0 * i / head_dim);
+    const double angle = double(position) * pow(double(rope_base), -2.0 * i / rope_dims);
     const float c = float(cos(angle)), s = float(sin(angle));
     const float first = a, second = b;
     a = first * c - second * s;
     b = second * c + first * s;
 }
 
-// out[0..head_dim) = rope(in / rms(in) * weight) for one head: `in` (head_dim) is read through
+// out[0..head_dim) = rope(in / rms(in) * weight) for one head, the rotation on the pairs
+// (i, i + rope_dims / 2) with i < rope_dims / 2 (partial_rope's): `in` (head_dim) is read through
 // L2 (__ldcg), so values other blocks have just written are seen, and out may be in. Every
 // thread of the block calls it; blockDim.x is a multiple of 32, at most 1024. The sum of
 // squares is in float, as block_inv_rms's: head_dim values, not d_model.
 template <typename Out>
 __device__ void norm_rope_head(Out* out, const float* in, const float* weight, float eps,
-                               int head_dim, int position, float rope_base) {
+                               int head_dim, int rope_dims, int position, float rope_base) {
     // BEGIN SOLUTION step13 norm_rope_head
     __shared__ float warp_sums[32];
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-    const int half = head_dim / 2;
+    const int half = rope_dims / 2;
     float sum = 0.0f;
     for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
         const float value = __ldcg(in + i);
@@ -49,10 +50,12 @@ __device__ void norm_rope_head(Out* out, const float* in, const float* weight, f
     for (int i = threadIdx.x; i < half; i += blockDim.x) {
         float a = __ldcg(in + i) * inv_rms * weight[i];  // rmsnorm()'s order: x * inv * w
         float b = __ldcg(in + i + half) * inv_rms * weight[i + half];
-        rotate_pair(a, b, position, i, head_dim, rope_base);
+        rotate_pair(a, b, position, i, rope_dims, rope_base);
         store(out, i, a);
         store(out, i + half, b);
     }
+    for (int i = rope_dims + threadIdx.x; i < head_dim; i += blockDim.x)  // step 14: the tail
+        store(out, i, __ldcg(in + i) * inv_rms * weight[i]);
     // END SOLUTION
 }
 

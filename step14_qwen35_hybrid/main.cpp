@@ -1,14 +1,15 @@
 // step14: step13's program for the Qwen3.5 hybrid as well (arch qwen35): Gated DeltaNet layers,
 // whose recurrent state has a fixed size, between gated full-attention layers. It runs on the
-// CPU, exact (--f32-activations) or with 8-bit activations; Qwen2.5 and Qwen3 run as in step 13,
-// on the GPU too. The cache is hybrid: keys and values for the attention layers, a state for each
-// DeltaNet layer.
+// CPU, exact (--f32-activations) or with 8-bit activations, and on the GPU, where each new token
+// runs the prompt's kernels (no fused decode kernels, no CUDA graph for it yet); Qwen2.5 and
+// Qwen3 run as in step 13. The cache is hybrid: keys and values for the attention layers, a state
+// for each DeltaNet layer.
 //
 //   make step14 && ./step14 models/tiny-qwen2.gguf -p "Once upon a time," -n 32 --seed 42
 //   ./step14 models/qwen2.5-coder-0.5b-instruct.gguf -i          chat; /reset, /exit
 //   ./step14 models/qwen2.5-coder-0.5b-instruct.gguf -f long_prompt.txt -n 0     a prompt's speed
 //   ./step14 qwen3-0.6b.gguf -i --no-think          Qwen3's template without the reasoning
-//   ./step14 models/tiny-qwen35.gguf -p "Once upon a time," -n 32     the hybrid, on the CPU
+//   ./step14 models/tiny-qwen35.gguf -p "Once upon a time," -n 32     the hybrid
 //   ./step14 models/tiny-qwen2.gguf --tokenize -p "Hello"           the prompt's ids, and exit
 #include <algorithm>
 #include <cerrno>
@@ -274,8 +275,9 @@ static void print_usage(std::FILE* out) {
         "with the bandwidth achieved on the GPU; -i chats.\n"
         "\n"
         "Architectures: %s. qwen35 (Qwen3.5, Gated DeltaNet layers between gated\n"
-        "attention layers) runs on the CPU only; its cache is keys and values for the\n"
-        "attention layers plus a recurrent state of fixed size.\n"
+        "attention layers) runs each new token on the GPU as a prompt of one, kernel by\n"
+        "kernel (no fused kernels, no CUDA graph yet); its cache is keys and values for\n"
+        "the attention layers plus a recurrent state of fixed size.\n"
         "\n",
         supported_architectures().c_str());
     Options unused;
@@ -419,28 +421,11 @@ static Weights load_model_weights(const GgufFile& file, const ModelConfig& confi
 
 enum class Device { Cpu, Cuda };
 
-// Step 14: whether the GPU code runs this model: not qwen35's gated attention and DeltaNet
-// layers, whose kernels come in a later step.
-static bool gpu_runs(const ModelConfig& config) {
-    return !config.attention_output_gate && !config.has_recurrent_layers();
-}
-
 // --device, or else the GPU when there is one and the CPU when there is not (`why_not` then
 // says why, for a notice). Asked before the model loads, so that --device cuda and --check fail
-// at once on a machine (or a build) without a GPU. Step 14: a model the GPU code does not run
-// goes to the CPU, with a notice; asked for on the GPU, it is refused.
-static Device choose_device(const Options& options, const ModelConfig& config,
-                            std::string& why_not) {
+// at once on a machine (or a build) without a GPU.
+static Device choose_device(const Options& options, std::string& why_not) {
     if (options.device == "cpu") return Device::Cpu;
-    if (!gpu_runs(config)) {
-        if (options.device == "cuda" || options.check)
-            fail("%s does not run on the GPU in this step (--device cuda, --check): its GPU "
-                 "kernels come later; use --device cpu",
-                 config.architecture.c_str());
-        std::fprintf(stderr, "notice: %s runs on the CPU: this step has no GPU kernels for it\n",
-                     config.architecture.c_str());
-        return Device::Cpu;
-    }
     if (cuda_device_available(why_not)) return Device::Cuda;
     if (options.device == "cuda" || options.check) fail("no CUDA device: %s", why_not.c_str());
     return Device::Cpu;
@@ -581,15 +566,8 @@ struct Runner {
 
     // One KV cache for each device that runs the model (both with --check), of context_limit
     // positions: F32 on the CPU, --cache-type on the GPU. Step 14: a model with recurrent layers
-    // (on the CPU) has the hybrid cache, whose states do not grow with the context.
+    // has the hybrid cache, whose states (fp32 on both) do not grow with the context.
     void make_caches(int context_limit) {
-        if (config.has_recurrent_layers()) {
-            cache = make_kv_cache(config, context_limit);
-            std::fprintf(stderr, "cache: KV %.2f MB for %d positions + state %.2f MB, constant\n",
-                         kv_cache_bytes(config, context_limit) / 1e6, context_limit,
-                         recurrent_state_bytes(config) / 1e6);
-            return;
-        }
         const bool on_the_cpu = device == Device::Cpu || options.check;
         std::string sizes;  // "F16, 112.00 MiB on the GPU; F32, 224.00 MiB on the CPU"
         if (device == Device::Cuda) {
@@ -600,8 +578,19 @@ struct Runner {
         }
         if (on_the_cpu) {
             cache = make_kv_cache(config, context_limit);
-            sizes += strprintf("%sF32, %.2f MiB on the CPU", sizes.empty() ? "" : "; ",
-                               kv_cache_bytes(config, context_limit) / 1048576.0);
+            sizes += strprintf(
+                "%sF32, %.2f MiB on the CPU", sizes.empty() ? "" : "; ",
+                (kv_cache_bytes(config, context_limit) + recurrent_state_bytes(config)) /
+                    1048576.0);
+        }
+        if (config.has_recurrent_layers()) {
+            std::fprintf(stderr,
+                         "cache: %d positions x %d attention layers x %u values for K and V + "
+                         "a state of %.2f MiB, constant: %s\n",
+                         context_limit, config.count_layers(LayerKind::Attention),
+                         config.n_kv_heads * config.head_dim,
+                         recurrent_state_bytes(config) / 1048576.0, sizes.c_str());
+            return;
         }
         std::fprintf(stderr, "KV cache: %d positions x %u layers x %u values for K and V: %s\n",
                      context_limit, config.n_layers, config.n_kv_heads * config.head_dim,
@@ -623,10 +612,18 @@ struct Runner {
     // The GPU's decoder: each new token's fused kernels, replayed as one CUDA graph (launched one
     // by one with --no-graph), each kernel starting while the one before it finishes where the GPU
     // can (not with --no-pdl).
+    // Step 14: a model with recurrent layers runs each new token on the prompt's kernels.
     void start_decoder() {
         set_dependent_launch(options.use_pdl);  // before the Decoder captures its graph
         gpu_decoder =
             std::make_unique<gpu::Decoder>(config, device_weights, device_cache, options.use_graph);
+        if (config.has_recurrent_layers()) {
+            std::fprintf(stderr,
+                         "decode: each new token runs the prompt's kernels, one by one (%s has "
+                         "no fused decode kernels or CUDA graph in this step)\n",
+                         config.architecture.c_str());
+            return;
+        }
         const char* pdl = dependent_launch_enabled() ? "with programmatic dependent launch"
                           : options.use_pdl ? "without programmatic dependent launch (the GPU is "
                                               "older than compute capability 9.0)"
@@ -660,7 +657,13 @@ struct Runner {
     // recurrent state goes back only to 0, kv_cache.h).
     void keep_positions(int n) {
         ::keep_positions(cache, n);
-        device_cache.n_filled = std::min(device_cache.n_filled, n);
+        if (n == 0) device_cache.clear();
+        else device_cache.n_filled = std::min(device_cache.n_filled, n);
+    }
+
+    // Step 14: whether the caches can forget the last positions (no recurrent state).
+    bool can_rewind() const {
+        return device == Device::Cuda ? device_cache.can_rewind() : cache.can_rewind();
     }
 
     void print_check_summary() const {
@@ -710,7 +713,7 @@ static void run_chat_mode(const Options& options, Runner& runner, const Tokenize
     Sampler sampler = announce_sampler(options.sampling);
     ChatModel chat_model{runner.model_step, context_limit,
                          [&runner](int n) { runner.keep_positions(n); },
-                         runner.cache.can_rewind()};
+                         runner.can_rewind()};
     ChatSettings chat;
     chat.chat_template = chat_template;
     chat.system_prompt = options.system_prompt;
@@ -794,7 +797,7 @@ int main(int argc, char** argv) {
         GgufFile file = open_gguf(options.model_path);
         ModelConfig config = read_model_config(file.metadata);
         std::string why_no_gpu;
-        const Device device = choose_device(options, config, why_no_gpu);
+        const Device device = choose_device(options, why_no_gpu);
         Tokenizer tokenizer(read_vocabulary(file.metadata));
         const ChatTemplate chat_template = chat_template_of(options, file.metadata);
         const int context_limit = choose_context_limit(options, config);

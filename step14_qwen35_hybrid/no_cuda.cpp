@@ -67,7 +67,11 @@ void add_bias(float*, const float*, int, int) { no_gpu_code(); }
 void rope(float*, int, int, int, int, float) { no_gpu_code(); }
 void partial_rope(float*, int, int, int, int, int, float) { no_gpu_code(); }
 void sigmoid_gate(float*, const float*, int64_t) { no_gpu_code(); }
+void split_query_gate(float*, float*, const float*, int, int, int) { no_gpu_code(); }
 void qk_norm_rope(float*, const float*, int, int, int, int, float, float) { no_gpu_code(); }
+void qk_norm_partial_rope(float*, const float*, int, int, int, int, int, float, float) {
+    no_gpu_code();
+}
 void attention(float*, const float*, const void*, const void*, int, int, int, int, int, CacheType) {
     no_gpu_code();
 }
@@ -79,6 +83,7 @@ int argmax(const float*, int) { no_gpu_code(); }
 void causal_conv1d_silu(float*, const float*, float*, const float*, int, int, int) {
     no_gpu_code();
 }
+void split_qkv(float*, float*, float*, const float*, int, int, int) { no_gpu_code(); }
 void l2_normalize_rows(float*, int, int, float, float) { no_gpu_code(); }
 void delta_net_gates(float*, float*, const float*, const float*, const float*, const float*, int,
                      int) {

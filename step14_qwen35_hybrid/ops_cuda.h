@@ -62,10 +62,19 @@ void partial_rope(float* x, int n_tokens, int n_heads, int head_dim, int rope_di
 // Step 14: x[i] *= sigmoid(gate[i]), one thread per element.
 void sigmoid_gate(float* x, const float* gate, int64_t n);
 
+// Step 14: ops_cpu.h's split_query_gate, one thread per value of the query: each token's
+// (n_heads, 2, head_dim) row into query and gate, (n_tokens, n_heads * head_dim) each.
+void split_query_gate(float* query, float* gate, const float* query_gate, int n_tokens,
+                      int n_heads, int head_dim);
+
 // Step 13: qk_norm() then rope() of ops_cpu.h in one kernel, a block per (token, head) (Qwen3's
 // prompt path, head_norm.cu): the norm joins the pass over Q and K that RoPE makes anyway.
 void qk_norm_rope(float* x, const float* weight, int n_tokens, int n_heads, int head_dim,
                   int first_position, float base, float eps);
+// Step 14: qk_norm() then partial_rope(): the same kernel turning only the first rope_dims values
+// of each head (qwen35); qk_norm_rope is this with rope_dims = head_dim.
+void qk_norm_partial_rope(float* x, const float* weight, int n_tokens, int n_heads, int head_dim,
+                          int rope_dims, int first_position, float base, float eps);
 
 // Causal grouped-query attention of new queries over the cached keys and values, as in
 // ops_cpu.h, with the softmax computed on the fly (online) rather than over a stored row of
@@ -95,6 +104,12 @@ int argmax(const float* x, int n);
 // place. Kernels of up to 8 taps (Qwen3.5's has 4); longer ones fail.
 void causal_conv1d_silu(float* out, const float* x, float* window, const float* weight,
                         int n_tokens, int channels, int kernel);
+
+// Each token's convolved row q | k | v (n_tokens, 2 qk_width + value_width) into q and k
+// (n_tokens, qk_width) and v (n_tokens, value_width), one thread per value: what
+// forward_cpu.cpp's split_qkv does.
+void split_qkv(float* q, float* k, float* v, const float* qkv, int n_tokens, int qk_width,
+               int value_width);
 
 // A warp per row. In place.
 void l2_normalize_rows(float* x, int n_rows, int dim, float eps, float scale);
