@@ -569,32 +569,39 @@ struct Runner {
     // has the hybrid cache, whose states (fp32 on both) do not grow with the context.
     void make_caches(int context_limit) {
         const bool on_the_cpu = device == Device::Cpu || options.check;
-        std::string sizes;  // "F16, 112.00 MiB on the GPU; F32, 224.00 MiB on the CPU"
-        if (device == Device::Cuda) {
+        const char* gpu_type = options.cache_type == CacheType::F16 ? "F16" : "F32";
+        if (device == Device::Cuda)
             device_cache = make_device_kv_cache(config, context_limit, options.cache_type);
-            sizes = strprintf(
-                "%s, %.2f MiB on the GPU", options.cache_type == CacheType::F16 ? "F16" : "F32",
-                device_kv_cache_bytes(config, context_limit, options.cache_type) / 1048576.0);
-        }
-        if (on_the_cpu) {
-            cache = make_kv_cache(config, context_limit);
-            sizes += strprintf(
-                "%sF32, %.2f MiB on the CPU", sizes.empty() ? "" : "; ",
-                (kv_cache_bytes(config, context_limit) + recurrent_state_bytes(config)) /
-                    1048576.0);
-        }
+        if (on_the_cpu) cache = make_kv_cache(config, context_limit);
         if (config.has_recurrent_layers()) {
-            std::fprintf(stderr,
-                         "cache: %d positions x %d attention layers x %u values for K and V + "
-                         "a state of %.2f MiB, constant: %s\n",
-                         context_limit, config.count_layers(LayerKind::Attention),
-                         config.n_kv_heads * config.head_dim,
-                         recurrent_state_bytes(config) / 1048576.0, sizes.c_str());
+            // What grows with the context and what does not, for each cache made.
+            const size_t state = recurrent_state_bytes(config);
+            if (device == Device::Cuda)
+                print_hybrid_cache(
+                    device_kv_cache_bytes(config, context_limit, options.cache_type) - state,
+                    state, context_limit, strprintf("K and V in %s on the GPU", gpu_type));
+            if (on_the_cpu)
+                print_hybrid_cache(kv_cache_bytes(config, context_limit), state, context_limit,
+                                   "K and V in F32 on the CPU");
             return;
         }
+        std::string sizes;  // "F16, 112.00 MiB on the GPU; F32, 224.00 MiB on the CPU"
+        if (device == Device::Cuda)
+            sizes = strprintf(
+                "%s, %.2f MiB on the GPU", gpu_type,
+                device_kv_cache_bytes(config, context_limit, options.cache_type) / 1048576.0);
+        if (on_the_cpu)
+            sizes += strprintf("%sF32, %.2f MiB on the CPU", sizes.empty() ? "" : "; ",
+                               kv_cache_bytes(config, context_limit) / 1048576.0);
         std::fprintf(stderr, "KV cache: %d positions x %u layers x %u values for K and V: %s\n",
                      context_limit, config.n_layers, config.n_kv_heads * config.head_dim,
                      sizes.c_str());
+    }
+
+    static void print_hybrid_cache(size_t kv_bytes, size_t state_bytes, int positions,
+                                   const std::string& where) {
+        std::fprintf(stderr, "cache: KV %.2f MB for %d positions + state %.2f MB, constant: %s\n",
+                     kv_bytes / 1e6, positions, state_bytes / 1e6, where.c_str());
     }
 
     // The CPU's matrix products: 8-bit activations unless --f32-activations.
