@@ -1,0 +1,305 @@
+// ops_cpu.cpp - the operators, written as plain loops. OpenMP splits the expensive ones (matmul
+// over output rows, attention over token/head pairs, step 14's delta rule over value heads)
+// across cores; the others cost next to nothing beside them.
+#include "ops_cpu.h"
+
+#include <cmath>
+#include <vector>
+
+#include "dequantize.h"
+#include "ggml_types.h"
+
+// Sum of a[i] * b[i]. `omp simd reduction` lets the compiler keep several partial sums in
+// vector registers (it may not reorder a float sum on its own).
+static float dot(const float* a, const float* b, int n) {
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int i = 0; i < n; i++) sum += a[i] * b[i];
+    return sum;
+}
+
+void embedding(float* out, const void* table, uint32_t table_type, const int32_t* ids, int n_tokens,
+               int dim) {
+    const uint8_t* rows = static_cast<const uint8_t*>(table);
+    uint64_t row_bytes = ggml_row_bytes(table_type, uint64_t(dim));
+    for (int t = 0; t < n_tokens; t++)
+        dequantize(table_type, rows + uint64_t(ids[t]) * row_bytes, out + int64_t(t) * dim, dim);
+}
+
+void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int dim, float eps) {
+    // BEGIN SOLUTION step05 rmsnorm
+    for (int t = 0; t < n_tokens; t++) {
+        const float* row = x + int64_t(t) * dim;
+        float* result = out + int64_t(t) * dim;
+        double sum_of_squares = 0.0;
+        for (int i = 0; i < dim; i++) sum_of_squares += double(row[i]) * row[i];
+        float inv_rms = float(1.0 / std::sqrt(sum_of_squares / dim + eps));
+        for (int i = 0; i < dim; i++) result[i] = row[i] * inv_rms * weight[i];
+    }
+    // END SOLUTION
+}
+
+void qk_norm(float* x, const float* weight, int n_tokens, int n_heads, int head_dim, float eps) {
+    // BEGIN SOLUTION step13 qk_norm
+    rmsnorm(x, x, weight, n_tokens * n_heads, head_dim, eps);  // a head is a row of head_dim
+    // END SOLUTION
+}
+
+void matmul(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens, int in_dim,
+            int out_dim) {
+    // BEGIN SOLUTION step05 matmul
+    const uint8_t* rows = static_cast<const uint8_t*>(w);
+    uint64_t row_bytes = ggml_row_bytes(w_type, uint64_t(in_dim));
+#pragma omp parallel
+    {
+        std::vector<float> w_row(in_dim);  // (in_dim) this thread's dequantized row of W
+#pragma omp for schedule(static)
+        for (int o = 0; o < out_dim; o++) {
+            dequantize(w_type, rows + uint64_t(o) * row_bytes, w_row.data(), in_dim);
+            for (int t = 0; t < n_tokens; t++)
+                out[int64_t(t) * out_dim + o] = dot(w_row.data(), x + int64_t(t) * in_dim, in_dim);
+        }
+    }
+    // END SOLUTION
+}
+
+void add_bias(float* x, const float* bias, int n_tokens, int dim) {
+    for (int t = 0; t < n_tokens; t++)
+        for (int i = 0; i < dim; i++) x[int64_t(t) * dim + i] += bias[i];
+}
+
+void rope(float* x, int n_tokens, int n_heads, int head_dim, int first_position, float base) {
+    // BEGIN SOLUTION step05 rope
+    int half = head_dim / 2;
+    for (int t = 0; t < n_tokens; t++) {
+        double position = double(first_position) + t;
+        for (int i = 0; i < half; i++) {
+            // The angle in double: at position 30000 a float angle would already be off by
+            // ~0.002 rad. Every head of this token uses the same cos/sin.
+            double angle = position * std::pow(double(base), -2.0 * i / head_dim);
+            float c = float(std::cos(angle));
+            float s = float(std::sin(angle));
+            for (int h = 0; h < n_heads; h++) {
+                float* head = x + (int64_t(t) * n_heads + h) * head_dim;
+                float first = head[i];
+                float second = head[i + half];
+                head[i] = first * c - second * s;
+                head[i + half] = second * c + first * s;
+            }
+        }
+    }
+    // END SOLUTION
+}
+
+void partial_rope(float* x, int n_tokens, int n_heads, int head_dim, int rope_dims,
+                  int first_position, float base) {
+    const int half = rope_dims / 2;
+    for (int t = 0; t < n_tokens; t++) {
+        const double position = double(first_position) + t;
+        for (int i = 0; i < half; i++) {
+            // rope()'s angle, with the frequencies spread over rope_dims instead of head_dim.
+            const double angle = position * std::pow(double(base), -2.0 * i / rope_dims);
+            const float c = float(std::cos(angle));
+            const float s = float(std::sin(angle));
+            for (int h = 0; h < n_heads; h++) {
+                float* head = x + (int64_t(t) * n_heads + h) * head_dim;
+                const float first = head[i];
+                const float second = head[i + half];
+                head[i] = first * c - second * s;
+                head[i + half] = second * c + first * s;
+            }
+        }
+    }
+}
+
+void split_query_gate(float* query, float* gate, const float* query_gate, int n_tokens,
+                      int n_heads, int head_dim) {
+    for (int64_t row = 0; row < int64_t(n_tokens) * n_heads; row++) {  // one head of one token
+        const float* from = query_gate + row * 2 * head_dim;            // (2, head_dim)
+        for (int i = 0; i < head_dim; i++) {
+            query[row * head_dim + i] = from[i];
+            gate[row * head_dim + i] = from[head_dim + i];
+        }
+    }
+}
+
+static float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+static float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+void sigmoid_gate(float* x, const float* gate, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] *= sigmoid(gate[i]);
+}
+
+void softmax(float* x, int n) {
+    // Subtracting the maximum keeps exp() from overflowing; exp(-inf - max) is exactly 0.
+    float max_value = -INFINITY;
+    for (int i = 0; i < n; i++) max_value = std::fmax(max_value, x[i]);
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i] = std::exp(x[i] - max_value);
+        sum += x[i];
+    }
+    for (int i = 0; i < n; i++) x[i] /= sum;
+}
+
+void attention(float* out, const float* q, const float* k, const float* v, int n_tokens,
+               int first_position, int n_heads, int n_kv_heads, int head_dim) {
+    // BEGIN SOLUTION step07 attention
+    int q_dim = n_heads * head_dim;
+    int kv_dim = n_kv_heads * head_dim;
+    int n_keys = first_position + n_tokens;   // every position so far
+    int heads_per_kv = n_heads / n_kv_heads;  // query heads that share one key/value head
+    float scale = 1.0f / std::sqrt(float(head_dim));
+#pragma omp parallel
+    {
+        std::vector<float> scores(n_keys);  // (n_keys) one query's weights over all keys
+#pragma omp for schedule(dynamic)
+        for (int pair = 0; pair < n_tokens * n_heads; pair++) {
+            int t = pair / n_heads;
+            int h = pair % n_heads;
+            int kv_head = h / heads_per_kv;
+            int position = first_position + t;
+            const float* query = q + int64_t(t) * q_dim + h * head_dim;
+            for (int j = 0; j < n_keys; j++) {
+                const float* key = k + int64_t(j) * kv_dim + kv_head * head_dim;
+                scores[j] = j <= position ? dot(query, key, head_dim) * scale : -INFINITY;
+            }
+            softmax(scores.data(), n_keys);
+            float* result = out + int64_t(t) * q_dim + h * head_dim;
+            for (int d = 0; d < head_dim; d++) result[d] = 0.0f;
+            for (int j = 0; j <= position; j++) {  // later positions' weights are exactly 0
+                const float* value = v + int64_t(j) * kv_dim + kv_head * head_dim;
+                for (int d = 0; d < head_dim; d++) result[d] += scores[j] * value[d];
+            }
+        }
+    }
+    // END SOLUTION
+}
+
+void swiglu(float* out, const float* gate, const float* up, int64_t n) {
+    // BEGIN SOLUTION step05 swiglu
+    for (int64_t i = 0; i < n; i++) {
+        float g = gate[i];
+        out[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+    // END SOLUTION
+}
+
+void residual_add(float* x, const float* delta, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] += delta[i];
+}
+
+int argmax(const float* x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+void causal_conv1d_silu(float* out, const float* x, float* window, const float* weight,
+                        int n_tokens, int channels, int kernel) {
+    // BEGIN SOLUTION step14 causal_conv1d_silu
+    const int history = kernel - 1;  // inputs before token 0 that token 0 still sees
+    for (int t = 0; t < n_tokens; t++) {
+        for (int c = 0; c < channels; c++) {
+            const float* taps = weight + int64_t(c) * kernel;  // (kernel)
+            float sum = 0.0f;
+            for (int j = 0; j < kernel; j++) {
+                const int source = t - history + j;  // < 0: an input of an earlier call
+                const float input = source >= 0 ? x[int64_t(source) * channels + c]
+                                                : window[int64_t(history + source) * channels + c];
+                sum += taps[j] * input;
+            }
+            out[int64_t(t) * channels + c] = silu(sum);
+        }
+    }
+    // The window becomes the last `history` of (window, x): row i is position n_tokens + i of
+    // the two joined. Rows are read at or after the one written, so in place is safe.
+    for (int i = 0; i < history; i++) {
+        const int joined = n_tokens + i;
+        const float* from = joined < history ? window + int64_t(joined) * channels
+                                             : x + int64_t(joined - history) * channels;
+        for (int c = 0; c < channels; c++) window[int64_t(i) * channels + c] = from[c];
+    }
+    // END SOLUTION
+}
+
+void l2_normalize_rows(float* x, int n_rows, int dim, float eps, float scale) {
+    for (int r = 0; r < n_rows; r++) {
+        float* row = x + int64_t(r) * dim;
+        double sum_of_squares = 0.0;
+        for (int i = 0; i < dim; i++) sum_of_squares += double(row[i]) * row[i];
+        const float factor = float(scale / std::sqrt(sum_of_squares + eps));
+        for (int i = 0; i < dim; i++) row[i] *= factor;
+    }
+}
+
+// log(1 + e^x), computed as torch's softplus: x itself above 20, where e^x is past float's
+// precision next to 1 (and would overflow further up).
+static float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+void delta_net_gates(float* beta, float* g, const float* b, const float* a, const float* A,
+                     const float* dt_bias, int n_tokens, int n_heads) {
+    for (int t = 0; t < n_tokens; t++)
+        for (int h = 0; h < n_heads; h++) {
+            const int64_t i = int64_t(t) * n_heads + h;
+            beta[i] = sigmoid(b[i]);
+            g[i] = A[h] * softplus(a[i] + dt_bias[h]);
+        }
+}
+
+void gated_delta_rule(float* out, float* state, const float* q, const float* k, const float* v,
+                      const float* g, const float* beta, int n_tokens, int n_key_heads,
+                      int n_value_heads, int dk, int dv) {
+    // BEGIN SOLUTION step14 gated_delta_rule
+#pragma omp parallel
+    {
+        std::vector<float> delta(dv);  // (dv) one token's correction, then its output
+#pragma omp for schedule(static)
+        for (int h = 0; h < n_value_heads; h++) {
+            float* S = state + int64_t(h) * dk * dv;  // (dk, dv)
+            const int key_head = h % n_key_heads;     // the file's tiled order
+            for (int t = 0; t < n_tokens; t++) {
+                const float* q_t = q + (int64_t(t) * n_key_heads + key_head) * dk;  // (dk)
+                const float* k_t = k + (int64_t(t) * n_key_heads + key_head) * dk;  // (dk)
+                const float* v_t = v + (int64_t(t) * n_value_heads + h) * dv;       // (dv)
+                float* o_t = out + (int64_t(t) * n_value_heads + h) * dv;           // (dv)
+                const float decay = std::exp(g[int64_t(t) * n_value_heads + h]);
+                const float b = beta[int64_t(t) * n_value_heads + h];
+                // S = e^g S, and what it recalls for k: S^T k.
+                for (int j = 0; j < dv; j++) delta[j] = 0.0f;
+                for (int i = 0; i < dk; i++) {
+                    float* row = S + int64_t(i) * dv;
+                    for (int j = 0; j < dv; j++) {
+                        row[j] *= decay;
+                        delta[j] += row[j] * k_t[i];
+                    }
+                }
+                for (int j = 0; j < dv; j++) delta[j] = b * (v_t[j] - delta[j]);
+                // S += k delta^T, and o = S^T q.
+                for (int j = 0; j < dv; j++) o_t[j] = 0.0f;
+                for (int i = 0; i < dk; i++) {
+                    float* row = S + int64_t(i) * dv;
+                    for (int j = 0; j < dv; j++) {
+                        row[j] += k_t[i] * delta[j];
+                        o_t[j] += row[j] * q_t[i];
+                    }
+                }
+            }
+        }
+    }
+    // END SOLUTION
+}
+
+void gated_rmsnorm(float* out, const float* x, const float* z, const float* weight, int n_rows,
+                   int dim, float eps) {
+    for (int r = 0; r < n_rows; r++) {
+        const float* row = x + int64_t(r) * dim;
+        const float* gate = z + int64_t(r) * dim;
+        float* result = out + int64_t(r) * dim;
+        double sum_of_squares = 0.0;
+        for (int i = 0; i < dim; i++) sum_of_squares += double(row[i]) * row[i];
+        const float inv_rms = float(1.0 / std::sqrt(sum_of_squares / dim + eps));
+        for (int i = 0; i < dim; i++) result[i] = weight[i] * (row[i] * inv_rms) * silu(gate[i]);
+    }
+}
