@@ -1,12 +1,15 @@
 // ops_cpu.cpp - the operators, written as plain loops. OpenMP splits the expensive ones (matmul
 // over output rows, attention over token/head pairs, step 14's delta rule over value heads)
-// across cores; the others cost next to nothing beside them.
+// across cores; the others cost next to nothing beside them. Step 15: the delta rule in chunks
+// (chunked_gated_delta_rule) splits over value heads as the token-by-token one does.
 #include "ops_cpu.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "dequantize.h"
+#include "error.h"
 #include "ggml_types.h"
 
 // Sum of a[i] * b[i]. `omp simd reduction` lets the compiler keep several partial sums in
@@ -289,6 +292,183 @@ void gated_delta_rule(float* out, float* state, const float* q, const float* k, 
         }
     }
     // END SOLUTION
+}
+
+// ---- Step 15: the gated delta rule in chunks ----
+
+// The rule's inputs as gated_delta_rule takes them, for the chunk functions below.
+struct DeltaRuleInputs {
+    const float* q;     // (n_tokens, n_key_heads, dk)
+    const float* k;     // (n_tokens, n_key_heads, dk)
+    const float* v;     // (n_tokens, n_value_heads, dv)
+    const float* g;     // (n_tokens, n_value_heads)
+    const float* beta;  // (n_tokens, n_value_heads)
+    int n_key_heads, n_value_heads, dk, dv;
+};
+
+// One value head's chunk of c tokens (c <= C), one row a token, and the chunk form's matrices.
+// A thread keeps one for all its chunks, sized for the longest. The (c, c) matrices are stored
+// c wide.
+struct DeltaChunk {
+    int c = 0;                // the chunk's tokens
+    std::vector<float> Q, K;  // (C, dk)
+    std::vector<float> V;     // (C, dv)
+    std::vector<float> beta;  // (C)
+    // (C) G_t = g_0 + ... + g_t, the log of the decay since the chunk's start, in double: the
+    // decay between two tokens is e^(G_t - G_s), and a float G is a multiple of 1e-6 after one
+    // g of -10 (3e-5 after thirty), too coarse for the g near -1e-4 that may follow. In double,
+    // G and its differences keep a float's precision; each exp is a float's.
+    std::vector<double> G;
+    std::vector<float> A;  // (C, C) strict_lower(diag(beta) K K^T (*) e^(G_t - G_s))
+    std::vector<float> T;  // (C, C) (I + A)^-1, unit lower triangular
+    std::vector<float> W;  // (C, dk) T diag(beta e^G) K
+    std::vector<float> U;  // (C, dv) T diag(beta) V, then V' = U - W S
+
+    DeltaChunk(int C, int dk, int dv)
+        : Q(size_t(C) * dk),
+          K(size_t(C) * dk),
+          V(size_t(C) * dv),
+          beta(C),
+          G(C),
+          A(size_t(C) * C),
+          T(size_t(C) * C),
+          W(size_t(C) * dk),
+          U(size_t(C) * dv) {}
+};
+
+// e^(G_t - G_s), s <= t: the decay from just after token s to just after token t.
+static float decay_between(const DeltaChunk& ch, int t, int s) {
+    return std::exp(float(ch.G[t] - ch.G[s]));
+}
+
+// e^(G_t): the decay from the chunk's start to just after token t.
+static float decay_to(const DeltaChunk& ch, int t) { return std::exp(float(ch.G[t])); }
+
+// Value head h's tokens first .. first + c - 1 into the chunk's rows, and their running log decay.
+static void load_chunk(DeltaChunk& ch, const DeltaRuleInputs& in, int h, int first, int c) {
+    const int dk = in.dk, dv = in.dv, key_head = h % in.n_key_heads;  // the file's tiled order
+    ch.c = c;
+    double log_decay = 0.0;
+    for (int t = 0; t < c; t++) {
+        const int64_t token = first + t;
+        const int64_t key_row = (token * in.n_key_heads + key_head) * dk;
+        const int64_t gate = token * in.n_value_heads + h;
+        for (int i = 0; i < dk; i++) ch.Q[t * dk + i] = in.q[key_row + i];
+        for (int i = 0; i < dk; i++) ch.K[t * dk + i] = in.k[key_row + i];
+        for (int j = 0; j < dv; j++) ch.V[t * dv + j] = in.v[gate * dv + j];
+        ch.beta[t] = in.beta[gate];
+        log_decay += double(in.g[gate]);
+        ch.G[t] = log_decay;
+    }
+}
+
+// A, then T = (I + A)^-1. A's entry (t, s), s < t, is how much token s's write moves token t's
+// recall: beta_t (k_t . k_s) e^(G_t - G_s). Row t of (I + A) T = I reads
+// T_t = e_t - sum_{s<t} A_ts T_s, whose rows s < t are known by then: forward substitution.
+static void solve_chunk(DeltaChunk& ch, int dk) {
+    const int c = ch.c;
+    for (int t = 0; t < c; t++)
+        for (int s = 0; s < t; s++)
+            ch.A[t * c + s] =
+                ch.beta[t] * dot(&ch.K[t * dk], &ch.K[s * dk], dk) * decay_between(ch, t, s);
+    for (int t = 0; t < c; t++) {
+        float* row = &ch.T[t * c];  // (c)
+        for (int j = 0; j < c; j++) row[j] = j == t ? 1.0f : 0.0f;
+        for (int s = 0; s < t; s++) {
+            const float a = ch.A[t * c + s];
+            for (int j = 0; j <= s; j++) row[j] -= a * ch.T[s * c + j];
+        }
+    }
+}
+
+// W = T diag(beta e^G) K and U = T diag(beta) V: row t mixes the rows s <= t.
+static void weigh_chunk(DeltaChunk& ch, int dk, int dv) {
+    const int c = ch.c;
+    for (int t = 0; t < c; t++) {
+        float* w = &ch.W[t * dk];  // (dk)
+        float* u = &ch.U[t * dv];  // (dv)
+        for (int i = 0; i < dk; i++) w[i] = 0.0f;
+        for (int j = 0; j < dv; j++) u[j] = 0.0f;
+        for (int s = 0; s <= t; s++) {
+            const float tb = ch.T[t * c + s] * ch.beta[s];
+            const float tbe = tb * decay_to(ch, s);
+            for (int i = 0; i < dk; i++) w[i] += tbe * ch.K[s * dk + i];
+            for (int j = 0; j < dv; j++) u[j] += tb * ch.V[s * dv + j];
+        }
+    }
+}
+
+// V' = U - W S in U's place: row t is token t's delta, beta_t (v_t - what the state recalls for
+// k_t after the chunk's decay and the writes before t).
+static void chunk_deltas(DeltaChunk& ch, const float* S, int dk, int dv) {
+    for (int t = 0; t < ch.c; t++) {
+        float* u = &ch.U[t * dv];  // (dv)
+        for (int i = 0; i < dk; i++) {
+            const float w = ch.W[t * dk + i];
+            const float* state_row = S + int64_t(i) * dv;  // (dv)
+            for (int j = 0; j < dv; j++) u[j] -= w * state_row[j];
+        }
+    }
+}
+
+// O = diag(e^G) Q S + (Q K^T (*) causal e^(G_t - G_s)) V': what the chunk's decayed start state
+// gives each query, and the deltas written so far, token t's own included.
+static void chunk_outputs(float* out, const DeltaChunk& ch, const float* S,
+                          const DeltaRuleInputs& in, int h, int first) {
+    const int dk = in.dk, dv = in.dv;
+    for (int t = 0; t < ch.c; t++) {
+        float* o = out + ((int64_t(first) + t) * in.n_value_heads + h) * dv;  // (dv)
+        const float* q = &ch.Q[t * dk];                                       // (dk)
+        const float decay = decay_to(ch, t);
+        for (int j = 0; j < dv; j++) o[j] = 0.0f;
+        for (int i = 0; i < dk; i++) {
+            const float qi = decay * q[i];
+            const float* state_row = S + int64_t(i) * dv;  // (dv)
+            for (int j = 0; j < dv; j++) o[j] += qi * state_row[j];
+        }
+        for (int s = 0; s <= t; s++) {
+            const float score = dot(q, &ch.K[s * dk], dk) * decay_between(ch, t, s);
+            for (int j = 0; j < dv; j++) o[j] += score * ch.U[s * dv + j];
+        }
+    }
+}
+
+// The state after the chunk: S = e^(G_last) S + (diag(e^(G_last - G)) K)^T V', the start state
+// decayed over the whole chunk and each token's write decayed over the tokens after it.
+static void carry_state(float* S, const DeltaChunk& ch, int dk, int dv) {
+    const int last = ch.c - 1;
+    const float decay = decay_to(ch, last);
+    for (int i = 0; i < dk; i++) {
+        float* state_row = S + int64_t(i) * dv;  // (dv)
+        for (int j = 0; j < dv; j++) state_row[j] *= decay;
+        for (int s = 0; s < ch.c; s++) {
+            const float weight = ch.K[s * dk + i] * decay_between(ch, last, s);
+            for (int j = 0; j < dv; j++) state_row[j] += weight * ch.U[s * dv + j];
+        }
+    }
+}
+
+void chunked_gated_delta_rule(float* out, float* state, const float* q, const float* k,
+                              const float* v, const float* g, const float* beta, int n_tokens,
+                              int n_key_heads, int n_value_heads, int dk, int dv, int chunk_size) {
+    if (chunk_size < 1) fail("chunked_gated_delta_rule: a chunk of %d tokens", chunk_size);
+    const DeltaRuleInputs in = {q, k, v, g, beta, n_key_heads, n_value_heads, dk, dv};
+#pragma omp parallel
+    {
+        DeltaChunk chunk(chunk_size, dk, dv);
+#pragma omp for schedule(static)
+        for (int h = 0; h < n_value_heads; h++) {
+            float* S = state + int64_t(h) * dk * dv;  // (dk, dv)
+            for (int first = 0; first < n_tokens; first += chunk_size) {
+                load_chunk(chunk, in, h, first, std::min(chunk_size, n_tokens - first));
+                solve_chunk(chunk, dk);
+                weigh_chunk(chunk, dk, dv);
+                chunk_deltas(chunk, S, dk, dv);
+                chunk_outputs(out, chunk, S, in, h, first);
+                carry_state(S, chunk, dk, dv);
+            }
+        }
+    }
 }
 
 void gated_rmsnorm(float* out, const float* x, const float* z, const float* weight, int n_rows,

@@ -1,5 +1,6 @@
 // ops_cpu.h - the operators of a Qwen2 forward pass, one plain function each.
 // Step 14: and of Qwen3.5's, its gated attention with partial RoPE and its Gated DeltaNet layer.
+// Step 15: the Gated DeltaNet's delta rule in chunks, for a prompt.
 //
 // Every function takes raw pointers and sizes and keeps no state between calls, so each one
 // can stand beside its CUDA twin in step06 and be checked against it. Activations are stored
@@ -122,6 +123,26 @@ void delta_net_gates(float* beta, float* g, const float* b, const float* a, cons
 void gated_delta_rule(float* out, float* state, const float* q, const float* k, const float* v,
                       const float* g, const float* beta, int n_tokens, int n_key_heads,
                       int n_value_heads, int dk, int dv);
+
+// Step 15: gated_delta_rule, the same outputs and state, computed chunk by chunk: within a chunk
+// of C tokens the token-by-token updates are solved together as one triangular system (the WY
+// form), and only the state passes from one chunk to the next. Per value head and chunk, with
+// the chunk's tokens as rows (c <= C of them, the last chunk may be shorter), S the state before
+// the chunk and G the running sum of the chunk's g (G_t = g_0 + ... + g_t):
+//   A  = strict_lower(diag(beta) K K^T (*) e^(G_t - G_s))     (c, c)   (*): element by element
+//   T  = (I + A)^-1                                           (c, c)   forward substitution
+//   W  = T diag(beta e^G) K,  U = T diag(beta) V              (c, dk), (c, dv)
+//   V' = U - W S                                              (c, dv)  each token's delta
+//   O  = diag(e^G) Q S + (Q K^T (*) causal e^(G_t - G_s)) V'  (c, dv)  causal: s <= t
+//   S  = e^(G_last) S + (diag(e^(G_last - G)) K)^T V'         (dk, dv) the next chunk's
+// The rounding differs from gated_delta_rule's; docs/en/step15.md derives the form, and
+// test_chunked_delta_rule.cpp states how far apart the two may be.
+//   Shapes as gated_delta_rule's; chunk_size: C, at least 1.
+constexpr int kDeltaChunkSize = 64;
+void chunked_gated_delta_rule(float* out, float* state, const float* q, const float* k,
+                              const float* v, const float* g, const float* beta, int n_tokens,
+                              int n_key_heads, int n_value_heads, int dk, int dv,
+                              int chunk_size = kDeltaChunkSize);
 
 // The DeltaNet's output norm, per row of dim values: weight * rmsnorm(x) * silu(z).
 //   x, z, out: (n_rows, dim)   weight: (dim)   `out` may be `x`.
