@@ -2,6 +2,7 @@
 // Step 13: one pass for Qwen2 and Qwen3, the differences read from the weights (AttentionParts)
 // and the config (head_dim: Q and the attention's output are q_dim wide, Wo maps them to d_model).
 // Step 14: each layer mixes the positions by its kind, attention or Gated DeltaNet (qwen35).
+// Step 15: a prompt's Gated DeltaNet layers run the delta rule in chunks, one token its recurrence.
 #include "forward_cpu.h"
 
 #include <cmath>
@@ -133,8 +134,15 @@ static void delta_net_sublayer(const ModelConfig& config, const Weights& weights
     l2_normalize_rows(s.k_heads.data(), n * hk, dk, kL2NormEps, 1.0f);
     delta_net_gates(s.beta.data(), s.decay.data(), s.beta_in.data(), s.alpha_in.data(),
                     layer.ssm_a.data(), layer.ssm_dt_bias.data(), n, hv);
-    gated_delta_rule(s.recurrent.data(), cache.delta_state(l), s.q_heads.data(), s.k_heads.data(),
-                     s.v_heads.data(), s.decay.data(), s.beta.data(), n, hk, hv, dk, dv);
+    // Step 15: more than one token in chunks (the same rule, test_chunked_delta_rule.cpp).
+    if (n > 1)
+        chunked_gated_delta_rule(s.recurrent.data(), cache.delta_state(l), s.q_heads.data(),
+                                 s.k_heads.data(), s.v_heads.data(), s.decay.data(),
+                                 s.beta.data(), n, hk, hv, dk, dv);
+    else
+        gated_delta_rule(s.recurrent.data(), cache.delta_state(l), s.q_heads.data(),
+                         s.k_heads.data(), s.v_heads.data(), s.decay.data(), s.beta.data(), n, hk,
+                         hv, dk, dv);
     gated_rmsnorm(s.recurrent.data(), s.recurrent.data(), s.z.data(), layer.ssm_norm.data(),
                   n * hv, dv, config.rms_eps);
     linear(s.delta.data(), s.recurrent.data(), layer.ssm_out, n, s);

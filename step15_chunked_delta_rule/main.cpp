@@ -1,3 +1,5 @@
+// step15: step14's program, whose CPU runs a prompt's Gated DeltaNet layers in chunks of 64 tokens
+// (ops_cpu.cpp: chunked_gated_delta_rule) and each later token by the recurrence.
 // step14: step13's program for the Qwen3.5 hybrid as well (arch qwen35): Gated DeltaNet layers,
 // whose recurrent state has a fixed size, between gated full-attention layers. It runs on the
 // CPU, exact (--f32-activations) or with 8-bit activations, and on the GPU, where each new token
@@ -5,12 +7,12 @@
 // Qwen3 run as in step 13. The cache is hybrid: keys and values for the attention layers, a state
 // for each DeltaNet layer.
 //
-//   make step14 && ./step14 models/tiny-qwen2.gguf -p "Once upon a time," -n 32 --seed 42
-//   ./step14 models/qwen2.5-coder-0.5b-instruct.gguf -i          chat; /reset, /exit
-//   ./step14 models/qwen2.5-coder-0.5b-instruct.gguf -f long_prompt.txt -n 0     a prompt's speed
-//   ./step14 qwen3-0.6b.gguf -i --no-think          Qwen3's template without the reasoning
-//   ./step14 models/tiny-qwen35.gguf -p "Once upon a time," -n 32     the hybrid
-//   ./step14 models/tiny-qwen2.gguf --tokenize -p "Hello"           the prompt's ids, and exit
+//   make step15 && ./step15 models/tiny-qwen2.gguf -p "Once upon a time," -n 32 --seed 42
+//   ./step15 models/qwen2.5-coder-0.5b-instruct.gguf -i          chat; /reset, /exit
+//   ./step15 models/qwen2.5-coder-0.5b-instruct.gguf -f long_prompt.txt -n 0     a prompt's speed
+//   ./step15 qwen3-0.6b.gguf -i --no-think          Qwen3's template without the reasoning
+//   ./step15 models/tiny-qwen35.gguf -p "Once upon a time," -n 32     the hybrid
+//   ./step15 models/tiny-qwen2.gguf --tokenize -p "Hello"           the prompt's ids, and exit
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -267,7 +269,7 @@ static std::string supported_architectures() {
 static void print_usage(std::FILE* out) {
     std::fprintf(
         out,
-        "usage: step14 MODEL.gguf (-p TEXT | -f FILE | -i | --perplexity FILE) [options]\n"
+        "usage: step15 MODEL.gguf (-p TEXT | -f FILE | -i | --perplexity FILE) [options]\n"
         "\n"
         "Runs the model's forward pass on the GPU (the prompt on the tensor cores, each new\n"
         "token one replayed CUDA graph of fused kernels) or the CPU, with a KV cache, and\n"

@@ -469,10 +469,15 @@ TEST_CASE("qwen35: one token at a time gives the logits of the whole prompt at o
         forward(model.config, model.weights, prompt, at_once, whole, LogitRows::LastOnly);
         for (int32_t id : prompt)
             forward(model.config, model.weights, {id}, one_by_one, single, LogitRows::LastOnly);
-        // The same operations on the same numbers: only the matmul's and attention's sums may
-        // group differently between a batch and one row.
-        check_close(single.logits, whole.logits, {1e-5, 1e-5});
-        check_close(one_by_one.ssm, at_once.ssm, {1e-5, 1e-5});
+        // Step 15: the whole prompt's DeltaNet layers run the chunked rule, one token the
+        // recurrence: the same numbers in exact arithmetic, summed in another order, as
+        // transformers' are, so the exact path is held to kExact (measured: 3.5e-5 on the logits).
+        // The 8-bit path rounds every block matrix's input to 8 bits, and a difference of 1e-6
+        // moves a value across a rounding step now and then; these random weights amplify that
+        // as they amplify the rounding itself (kEightBit's comment): measured 0.30 on the logits
+        // and 0.010 on the states, held to kEightBit.
+        check_close(single.logits, whole.logits, int8 ? kEightBit : kExact);
+        check_close(one_by_one.ssm, at_once.ssm, int8 ? kEightBit : kExact);
     }
 }
 
