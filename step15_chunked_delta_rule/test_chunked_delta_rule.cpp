@@ -181,15 +181,18 @@ const Decays kAllDecays[] = {Decays::NearZero, Decays::NearOne, Decays::Mixed};
 }  // namespace
 
 TEST_CASE("chunked_gated_delta_rule: step 14's worked example, in one chunk") {
-    // gated_delta_rule's hand-worked case (test_qwen35.cpp): tokens 0 and 1 of dk = dv = 2, the
-    // second with decay 1/2 and beta 1/2, outputs (2, 3) and (1.5, 2).
-    const std::vector<float> q = {1, 0, 1, 1}, k = {1, 0, 0, 1}, v = {2, 3, 1, 1};
-    const std::vector<float> g = {0.0f, std::log(0.5f)}, beta = {1.0f, 0.5f};
-    std::vector<float> state(4, 0.0f), out(4);
+    // gated_delta_rule's hand-worked case (test_qwen35.cpp), its three tokens (dk = dv = 2) in one
+    // chunk: the second with decay 1/2 and beta 1/2, the third writing (4, 4) under the first's
+    // key. A's one entry, A_20 = 1/2, makes token 2's delta (4, 4) - (2, 3) / 2 = (3, 2.5), the
+    // recurrence's; outputs (2, 3), (1.5, 2), (4, 4), and the state [[4, 4], [0.5, 0.5]].
+    const std::vector<float> q = {1, 0, 1, 1, 1, 0}, k = {1, 0, 0, 1, 1, 0};
+    const std::vector<float> v = {2, 3, 1, 1, 4, 4};
+    const std::vector<float> g = {0.0f, std::log(0.5f), 0.0f}, beta = {1.0f, 0.5f, 1.0f};
+    std::vector<float> state(4, 0.0f), out(6);
     chunked_gated_delta_rule(out.data(), state.data(), q.data(), k.data(), v.data(), g.data(),
-                             beta.data(), 2, 1, 1, 2, 2);
-    check_close(out, {2, 3, 1.5f, 2}, {1e-6, 1e-6});
-    check_close(state, {1, 1.5f, 0.5f, 0.5f}, {1e-6, 1e-6});
+                             beta.data(), 3, 1, 1, 2, 2);
+    check_close(out, {2, 3, 1.5f, 2, 4, 4}, {1e-6, 1e-6});
+    check_close(state, {4, 4, 0.5f, 0.5f}, {1e-6, 1e-6});
 }
 
 TEST_CASE(
