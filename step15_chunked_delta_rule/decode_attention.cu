@@ -1,0 +1,330 @@
+// decode_attention.cu - the attention of one new token over the cached positions, split over
+// the positions ("flash-decoding"): split_attention_kernel computes each chunk's partial
+// result, merge_chunks_kernel combines them. Its CPU twin is ops_cpu.cpp's attention with one
+// query; attention.cu chooses it. decode_attention runs the same kernels for the decode step,
+// which reads the number of positions from device memory (a CUDA graph replays the same
+// arguments for every token).
+// The decode step's merge can also write the heads' outputs as 8-bit blocks, the input of a
+// block-type Wo.
+// Written in step 9; last changed in step 12 (multiprocessor_count moved to cuda_device.cu).
+//
+// One thread per query head would keep 12 threads busy for a 1.5B model, each reading every
+// cached key and value alone. The work is a read of the cache, (positions, kv_dim) floats of K
+// and of V, so it wants the whole GPU reading it. Here the positions are cut into chunks and
+// each block takes one chunk of one KV head, for all the query heads that share that head
+// (grouped-query attention: a cache row is read once, not once per query head). A chunk is a
+// whole number of passes of 32 positions, as few as makes about two blocks per multiprocessor
+// (a short cache has fewer: one pass a chunk). In a pass each of the 4 warps takes 8
+// positions, a whole row each, lanes reading neighbouring floats (or, from an F16 cache,
+// neighbouring runs of 4 halves: cache_elements.cuh).
+//
+// A softmax needs the maximum and the sum over *all* positions, which no chunk has. So each
+// chunk keeps its own: its largest score m, the sum l of exp(score - m) and the sum of the
+// values weighted by exp(score - m). Two such partial results combine exactly: with
+// M = max(m1, m2), l = l1 e^(m1-M) + l2 e^(m2-M), and likewise for the weighted values (the
+// "online softmax"). A block does that from pass to pass; merge_chunks_kernel does it over
+// the chunks, and divides by l.
+#include <algorithm>
+
+#include "attention.cuh"
+#include "cache_elements.cuh"
+#include "cuda_check.h"
+#include "cuda_device.h"
+#include "dependent_launch.cuh"
+#include "device_buffer.h"
+#include "ops_cuda.h"
+#include "reduce.cuh"
+
+namespace gpu {
+
+constexpr int kDecodeWarps = 4;
+constexpr int kPositionsPerWarp = 8;
+constexpr int kPassPositions = kDecodeWarps * kPositionsPerWarp;  // 32: one per lane, later
+
+// How the positions are cut: chunks of whole passes, as few passes a chunk as keeps the
+// number of chunks at most max_chunks. The host and the kernels work it out alike (a decode
+// step's graph knows the number of positions only on the device).
+struct ChunkLayout {
+    int chunk_positions;
+    int n_chunks;
+};
+
+__host__ __device__ ChunkLayout chunk_layout(int n_positions, int max_chunks) {
+    const int n_passes = (n_positions + kPassPositions - 1) / kPassPositions;
+    const int passes_per_chunk = (n_passes + max_chunks - 1) / max_chunks;
+    const int chunk_positions = passes_per_chunk * kPassPositions;
+    return ChunkLayout{chunk_positions, (n_positions + chunk_positions - 1) / chunk_positions};
+}
+
+// The chunks' partial results, for each (chunk, query head).
+struct ChunkPartials {
+    float* max;     // (n_chunks, n_heads)
+    float* sum;     // (n_chunks, n_heads)
+    float* values;  // (n_chunks, n_heads, head_dim)
+};
+
+// With `position`, the query is at *position and n_positions is *position + 1, and a
+// grid sized for the longest context has blocks with no chunk to do. Cache: the cache's
+// element type (cache_elements.cuh), which also sets the dimensions a lane holds (slot_dim).
+// Everything it reads is an earlier kernel's, so it waits for the previous kernel first
+// (dependent_launch.cuh), in the blocks with no chunk too.
+template <typename Cache>
+__global__ void split_attention_kernel(ChunkPartials partials, const float* q, const Cache* k,
+                                       const Cache* v, int n_positions, const int32_t* position,
+                                       int max_chunks, int n_heads, int n_kv_heads, int head_dim) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
+    if (position) n_positions = *position + 1;
+    const ChunkLayout layout = chunk_layout(n_positions, max_chunks);
+    if (int(blockIdx.x) >= layout.n_chunks) return;
+    const int chunk_positions = layout.chunk_positions;
+    // BEGIN SOLUTION step09 split_attention_kernel
+    // This KV head's group, scaled, in slot order: entry lane + 32 s holds the dimension
+    // slot_dim(lane, s), so the lanes read neighbouring entries whatever the cache's type.
+    __shared__ float queries[kMaxGroup][kMaxHeadDim];
+    __shared__ float weights[kMaxGroup][kPassPositions];  // scores, then exp(score - max)
+    __shared__ float running_max[kMaxGroup], running_sum[kMaxGroup], rescale[kMaxGroup];
+    __shared__ float warp_values[kDecodeWarps][kMaxGroup][kMaxHeadDim];
+    const int chunk = blockIdx.x, kv_head = blockIdx.y;
+    const int group = n_heads / n_kv_heads, first_head = kv_head * group;
+    const int kv_dim = n_kv_heads * head_dim;
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    const float scale = 1.0f / sqrtf(float(head_dim));
+    for (int i = threadIdx.x; i < kMaxGroup * kMaxHeadDim; i += blockDim.x) {
+        const int g = i / kMaxHeadDim, slot = i % kMaxHeadDim;
+        const int d = slot_dim<Cache>(slot % kWarpSize, slot / kWarpSize);
+        queries[g][slot] =
+            g < group && d < head_dim ? q[(first_head + g) * head_dim + d] * scale : 0;
+    }
+    if (threadIdx.x < group) {
+        running_max[threadIdx.x] = -INFINITY;
+        running_sum[threadIdx.x] = 0.0f;
+    }
+    const int chunk_end = min(n_positions, (chunk + 1) * chunk_positions);
+    float value_sum[kMaxGroup][kSlotsPerLane] = {};  // this warp's share, lane's dimensions
+
+    for (int pass = chunk * chunk_positions; pass < chunk_end; pass += kPassPositions) {
+        __syncthreads();  // the queries are stored; the last pass's weights are used
+        // The warp's 8 key rows and 8 value rows, all loaded before the first is used (the
+        // loops are unrolled): 16 loads in flight per lane instead of one at a time.
+        float key[kPositionsPerWarp][kSlotsPerLane], value[kPositionsPerWarp][kSlotsPerLane];
+#pragma unroll
+        for (int p = 0; p < kPositionsPerWarp; p++) {
+            const int position = pass + warp + p * kDecodeWarps;
+            const bool inside = position < chunk_end;
+            const int64_t at = int64_t(position) * kv_dim + kv_head * head_dim;
+            load_slots(k + at, lane, head_dim, inside, key[p]);
+            load_slots(v + at, lane, head_dim, inside, value[p]);
+        }
+#pragma unroll
+        for (int p = 0; p < kPositionsPerWarp; p++) {
+            const int slot = warp + p * kDecodeWarps;  // the position's place in the pass
+            // The scores of every head of the group, reduced together: each step of the shuffle
+            // tree moves all of them, so the group's sums wait for the tree once, not once a
+            // head. Rows past the group are zeros, computed and never kept.
+            float partial[kMaxGroup];
+#pragma unroll
+            for (int g = 0; g < kMaxGroup; g++) {
+                partial[g] = 0.0f;
+#pragma unroll
+                for (int s = 0; s < kSlotsPerLane; s++)
+                    if (slot_dim<Cache>(lane, s) < head_dim)
+                        partial[g] += queries[g][lane + s * kWarpSize] * key[p][s];
+            }
+            for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+#pragma unroll
+                for (int g = 0; g < kMaxGroup; g++)
+                    partial[g] += __shfl_xor_sync(kFullWarp, partial[g], offset);
+            if (lane == 0)
+                for (int g = 0; g < group; g++)
+                    weights[g][slot] = pass + slot < chunk_end ? partial[g] : -INFINITY;
+        }
+        __syncthreads();
+        // The online softmax, one warp per query head: lane j holds position pass + j. The
+        // pass holds at least one position, so the new maximum is finite.
+        for (int g = warp; g < group; g += kDecodeWarps) {
+            const float score = weights[g][lane], old_max = running_max[g];
+            const float new_max = fmaxf(old_max, warp_max(score));
+            const float weight = expf(score - new_max);  // 0 for the masked slots
+            const float weight_sum = warp_sum(weight);
+            weights[g][lane] = weight;
+            __syncwarp();  // every lane has read running_max[g] before lane 0 replaces it
+            if (lane == 0) {
+                rescale[g] = expf(old_max - new_max);  // 0 in the first pass
+                running_sum[g] = running_sum[g] * rescale[g] + weight_sum;
+                running_max[g] = new_max;
+            }
+        }
+        __syncthreads();
+        // The weighted values (a masked slot's weight is 0, its value row 0).
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; g++)
+            if (g < group) {
+#pragma unroll
+                for (int s = 0; s < kSlotsPerLane; s++) value_sum[g][s] *= rescale[g];
+#pragma unroll
+                for (int p = 0; p < kPositionsPerWarp; p++) {
+                    const float weight = weights[g][warp + p * kDecodeWarps];
+#pragma unroll
+                    for (int s = 0; s < kSlotsPerLane; s++) value_sum[g][s] += weight * value[p][s];
+                }
+            }
+    }
+
+    // The four warps' sums, added up: the chunk's result.
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; g++)
+#pragma unroll
+        for (int s = 0; s < kSlotsPerLane; s++)
+            if (g < group && slot_dim<Cache>(lane, s) < head_dim)
+                warp_values[warp][g][slot_dim<Cache>(lane, s)] = value_sum[g][s];
+    __syncthreads();
+    for (int i = threadIdx.x; i < group * head_dim; i += blockDim.x) {
+        const int g = i / head_dim, d = i % head_dim;
+        float total = 0.0f;
+        for (int w = 0; w < kDecodeWarps; w++) total += warp_values[w][g][d];
+        partials.values[(int64_t(chunk) * n_heads + first_head + g) * head_dim + d] = total;
+        if (d == 0) {
+            partials.max[chunk * n_heads + first_head + g] = running_max[g];
+            partials.sum[chunk * n_heads + first_head + g] = running_sum[g];
+        }
+    }
+    // END SOLUTION
+}
+
+// One block per query head. Its 4 warps take every 4th chunk, lanes the head's dimensions,
+// so the chunks' rows are read coalesced and 4 at a time; then the warps' sums are added. It
+// waits for the split first, as split_attention_kernel does for the kernel before it.
+// With out_q8.q, the head's outputs are also written rounded to 8 bits, the input of a
+// block-type Wo (warp w quantizes outputs 32w .. 32w + 31; head_dim must be a multiple of 32).
+__global__ void merge_chunks_kernel(float* out, ChunkPartials partials, int n_positions,
+                                    const int32_t* position, int max_chunks, int n_heads,
+                                    int head_dim, Q8Vector out_q8) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
+    if (position) n_positions = *position + 1;
+    const int n_chunks = chunk_layout(n_positions, max_chunks).n_chunks;
+    // BEGIN SOLUTION step09 merge_chunks_kernel
+    __shared__ float warp_maxima[kDecodeWarps];
+    __shared__ float warp_sums[kDecodeWarps];
+    __shared__ float warp_values[kDecodeWarps][kMaxHeadDim];
+    const int head = blockIdx.x;
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    float max = -INFINITY;
+    for (int c = threadIdx.x; c < n_chunks; c += blockDim.x)
+        max = fmaxf(max, partials.max[c * n_heads + head]);
+    max = warp_max(max);
+    if (lane == 0) warp_maxima[warp] = max;
+    __syncthreads();
+    for (int i = 0; i < kDecodeWarps; i++) max = fmaxf(max, warp_maxima[i]);
+
+    float sum = 0.0f, weighted[kSlotsPerLane] = {};
+#pragma unroll 4
+    for (int c = warp; c < n_chunks; c += kDecodeWarps) {
+        const float rescale = expf(partials.max[c * n_heads + head] - max);
+        sum += partials.sum[c * n_heads + head] * rescale;
+        const float* values = partials.values + (int64_t(c) * n_heads + head) * head_dim;
+#pragma unroll
+        for (int s = 0; s < kSlotsPerLane; s++)
+            if (lane + s * kWarpSize < head_dim)
+                weighted[s] += values[lane + s * kWarpSize] * rescale;
+    }
+    if (lane == 0) warp_sums[warp] = sum;
+#pragma unroll
+    for (int s = 0; s < kSlotsPerLane; s++)
+        if (lane + s * kWarpSize < head_dim) warp_values[warp][lane + s * kWarpSize] = weighted[s];
+    __syncthreads();
+    float total = 0.0f;
+    for (int i = 0; i < kDecodeWarps; i++) total += warp_sums[i];
+    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+        float value = 0.0f;
+        for (int i = 0; i < kDecodeWarps; i++) value += warp_values[i][d];
+        out[head * head_dim + d] = value / total;
+    }
+    // END SOLUTION
+    if (out_q8.q && threadIdx.x < head_dim) {  // whole warps: head_dim is a multiple of 32
+        float value = 0.0f;
+        for (int i = 0; i < kDecodeWarps; i++) value += warp_values[i][threadIdx.x];
+        quantize_in_warp(value / total, out_q8, (head * head_dim + threadIdx.x) / kQ8BlockSize);
+    }
+}
+
+// The three arrays of ChunkPartials for n_chunks chunks, in one buffer of
+// n_chunks * n_heads * (head_dim + 2) floats.
+static ChunkPartials partials_in(float* scratch, int n_chunks, int n_heads) {
+    const size_t stats = size_t(n_chunks) * n_heads;
+    return ChunkPartials{scratch, scratch + stats, scratch + 2 * stats};
+}
+
+// The chunks' partial results, in device memory kept between calls (a cudaMalloc per call
+// would cost more than the kernels). There are at most ~2 chunks per multiprocessor, so it
+// stays small at any context length. (A CUDA graph cannot allocate while it replays:
+// decode_attention() takes scratch sized once, with the KV cache.)
+static ChunkPartials chunk_partials(int n_chunks, int n_heads, int head_dim) {
+    static DeviceBuffer<float> scratch;
+    scratch.resize(size_t(n_chunks) * n_heads * (head_dim + 2));
+    return partials_in(scratch.data(), n_chunks, n_heads);
+}
+
+// About two blocks per multiprocessor: as many chunks as that takes for all KV heads.
+static int max_decode_chunks(int n_kv_heads) {
+    return std::max(1, 2 * multiprocessor_count() / n_kv_heads);
+}
+
+void split_attention(float* out, const float* q, const void* k, const void* v, int first_position,
+                     int n_heads, int n_kv_heads, int head_dim, CacheType cache_type) {
+    check_cache_shape(cache_type, head_dim, "attention");
+    const int n_positions = first_position + 1;
+    const int max_chunks = max_decode_chunks(n_kv_heads);
+    const int n_chunks = chunk_layout(n_positions, max_chunks).n_chunks;
+    const ChunkPartials partials = chunk_partials(n_chunks, n_heads, head_dim);
+    with_cache_type(cache_type, [&](auto tag) {
+        using Cache = typename decltype(tag)::type;
+        launch_kernel("split_attention_kernel", split_attention_kernel<Cache>,
+                      dim3(n_chunks, n_kv_heads), kDecodeWarps * kWarpSize, nullptr, partials, q,
+                      static_cast<const Cache*>(k), static_cast<const Cache*>(v), n_positions,
+                      nullptr, max_chunks, n_heads, n_kv_heads, head_dim);
+    });
+    launch_kernel("merge_chunks_kernel", merge_chunks_kernel, n_heads, kDecodeWarps * kWarpSize,
+                  nullptr, out, partials, n_positions, nullptr, max_chunks, n_heads, head_dim,
+                  Q8Vector{});
+}
+
+// The grid is sized for the longest context: at most max_decode_chunks() chunks, and never
+// more chunks than a full cache has passes.
+static int decode_grid_chunks(int capacity, int n_kv_heads) {
+    return std::min(max_decode_chunks(n_kv_heads),
+                    (capacity + kPassPositions - 1) / kPassPositions);
+}
+
+int64_t decode_attention_scratch(int capacity, HeadShape heads) {
+    return int64_t(decode_grid_chunks(capacity, heads.n_kv_heads)) * heads.n_heads *
+           (heads.head_dim + 2);
+}
+
+void decode_attention(float* out, const float* q, const void* k_cache, const void* v_cache,
+                      CacheType cache_type, float* scratch, int capacity, HeadShape heads,
+                      const DecodeSlots* slots, Q8Vector out_q8, Stream stream) {
+    check_attention_shape(heads.n_heads, heads.n_kv_heads, heads.head_dim);
+    check_cache_shape(cache_type, heads.head_dim, "decode_attention");
+    if (out_q8.q && heads.head_dim % kQ8BlockSize != 0)
+        fail("gpu::decode_attention writes 8-bit blocks of heads of a multiple of 32, not %d",
+             heads.head_dim);
+    const int grid_chunks = decode_grid_chunks(capacity, heads.n_kv_heads);
+    const int max_chunks = max_decode_chunks(heads.n_kv_heads);
+    const ChunkPartials partials = partials_in(scratch, grid_chunks, heads.n_heads);
+    const int32_t* position = &slots->position;
+    with_cache_type(cache_type, [&](auto tag) {
+        using Cache = typename decltype(tag)::type;
+        launch_kernel("split_attention_kernel", split_attention_kernel<Cache>,
+                      dim3(grid_chunks, heads.n_kv_heads), kDecodeWarps * kWarpSize, stream,
+                      partials, q, static_cast<const Cache*>(k_cache),
+                      static_cast<const Cache*>(v_cache), 0, position, max_chunks, heads.n_heads,
+                      heads.n_kv_heads, heads.head_dim);
+    });
+    launch_kernel("merge_chunks_kernel", merge_chunks_kernel, heads.n_heads,
+                  kDecodeWarps * kWarpSize, stream, out, partials, 0, position, max_chunks,
+                  heads.n_heads, heads.head_dim, out_q8);
+}
+
+}  // namespace gpu

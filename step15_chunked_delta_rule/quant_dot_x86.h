@@ -1,0 +1,29 @@
+// quant_dot_x86.h - the SIMD kernels behind quant_dot.h: AVX2 and AVX-512 VNNI, on x86-64.
+//
+// quant_dot.cpp holds the scalar kernel and picks among the three; this is all it needs from
+// quant_dot_x86.cpp. Off x86-64 that file compiles to stand-ins that report no SIMD kernel.
+#pragma once
+
+#include <cstdint>
+
+#include "quant_dot.h"
+
+// One row of W, in its file type, against kTokens rows of quantized activations of n_blocks
+// blocks each, stored one after another in x: out[t] = the row's dot product with token t's.
+using RowDot = void (*)(const uint8_t* w_row, const BlockQ8* x, int n_blocks, float* out);
+
+// A kernel's row dot for one weight type. During a prefill a weight row is unpacked once for
+// four tokens (matmul_q8 takes the tokens four at a time); a decode step has one.
+constexpr int kRowDotTokens = 4;
+struct RowDots {
+    RowDot one_token;    // out: (1)
+    RowDot four_tokens;  // out: (kRowDotTokens)
+};
+
+// Whether this CPU, and the operating system's saving of its registers, runs the kernel's
+// instructions. False for DotKernel::Scalar, which is not a SIMD kernel, and off x86-64.
+bool simd_kernel_runs(DotKernel kernel);
+
+// The SIMD kernel's row dots for w_type; {nullptr, nullptr} for a type without a block dot
+// product, for DotKernel::Scalar and off x86-64.
+RowDots simd_row_dots(DotKernel kernel, uint32_t w_type);
