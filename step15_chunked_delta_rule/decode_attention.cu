@@ -6,7 +6,7 @@
 // arguments for every token).
 // The decode step's merge can also write the heads' outputs as 8-bit blocks, the input of a
 // block-type Wo.
-// Written in step 9; last changed in step 12 (multiprocessor_count moved to cuda_device.cu).
+// Written in step 9; last changed in step 14 (templates on a lane's slots, kSlots: heads of 256).
 //
 // One thread per query head would keep 12 threads busy for a 1.5B model, each reading every
 // cached key and value alone. The work is a read of the cache, (positions, kv_dim) floats of K
@@ -65,10 +65,11 @@ struct ChunkPartials {
 
 // With `position`, the query is at *position and n_positions is *position + 1, and a
 // grid sized for the longest context has blocks with no chunk to do. Cache: the cache's
-// element type (cache_elements.cuh), which also sets the dimensions a lane holds (slot_dim).
+// element type (cache_elements.cuh), which also sets the dimensions a lane holds (slot_dim);
+// kSlots: how many (attention.cuh), for heads of up to 32 kSlots values.
 // Everything it reads is an earlier kernel's, so it waits for the previous kernel first
 // (dependent_launch.cuh), in the blocks with no chunk too.
-template <typename Cache>
+template <typename Cache, int kSlots>
 __global__ void split_attention_kernel(ChunkPartials partials, const float* q, const Cache* k,
                                        const Cache* v, int n_positions, const int32_t* position,
                                        int max_chunks, int n_heads, int n_kv_heads, int head_dim) {
@@ -81,18 +82,19 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
     // BEGIN SOLUTION step09 split_attention_kernel
     // This KV head's group, scaled, in slot order: entry lane + 32 s holds the dimension
     // slot_dim(lane, s), so the lanes read neighbouring entries whatever the cache's type.
-    __shared__ float queries[kMaxGroup][kMaxHeadDim];
+    constexpr int kDims = kSlots * kWarpSize;  // the longest head this instance holds
+    __shared__ float queries[kMaxGroup][kDims];
     __shared__ float weights[kMaxGroup][kPassPositions];  // scores, then exp(score - max)
     __shared__ float running_max[kMaxGroup], running_sum[kMaxGroup], rescale[kMaxGroup];
-    __shared__ float warp_values[kDecodeWarps][kMaxGroup][kMaxHeadDim];
+    __shared__ float warp_values[kDecodeWarps][kMaxGroup][kDims];
     const int chunk = blockIdx.x, kv_head = blockIdx.y;
     const int group = n_heads / n_kv_heads, first_head = kv_head * group;
     const int kv_dim = n_kv_heads * head_dim;
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const float scale = 1.0f / sqrtf(float(head_dim));
-    for (int i = threadIdx.x; i < kMaxGroup * kMaxHeadDim; i += blockDim.x) {
-        const int g = i / kMaxHeadDim, slot = i % kMaxHeadDim;
-        const int d = slot_dim<Cache>(slot % kWarpSize, slot / kWarpSize);
+    for (int i = threadIdx.x; i < kMaxGroup * kDims; i += blockDim.x) {
+        const int g = i / kDims, slot = i % kDims;
+        const int d = slot_dim<Cache, kSlots>(slot % kWarpSize, slot / kWarpSize);
         queries[g][slot] =
             g < group && d < head_dim ? q[(first_head + g) * head_dim + d] * scale : 0;
     }
@@ -101,13 +103,13 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
         running_sum[threadIdx.x] = 0.0f;
     }
     const int chunk_end = min(n_positions, (chunk + 1) * chunk_positions);
-    float value_sum[kMaxGroup][kSlotsPerLane] = {};  // this warp's share, lane's dimensions
+    float value_sum[kMaxGroup][kSlots] = {};  // this warp's share, lane's dimensions
 
     for (int pass = chunk * chunk_positions; pass < chunk_end; pass += kPassPositions) {
         __syncthreads();  // the queries are stored; the last pass's weights are used
         // The warp's 8 key rows and 8 value rows, all loaded before the first is used (the
         // loops are unrolled): 16 loads in flight per lane instead of one at a time.
-        float key[kPositionsPerWarp][kSlotsPerLane], value[kPositionsPerWarp][kSlotsPerLane];
+        float key[kPositionsPerWarp][kSlots], value[kPositionsPerWarp][kSlots];
 #pragma unroll
         for (int p = 0; p < kPositionsPerWarp; p++) {
             const int position = pass + warp + p * kDecodeWarps;
@@ -127,8 +129,8 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
             for (int g = 0; g < kMaxGroup; g++) {
                 partial[g] = 0.0f;
 #pragma unroll
-                for (int s = 0; s < kSlotsPerLane; s++)
-                    if (slot_dim<Cache>(lane, s) < head_dim)
+                for (int s = 0; s < kSlots; s++)
+                    if (slot_dim<Cache, kSlots>(lane, s) < head_dim)
                         partial[g] += queries[g][lane + s * kWarpSize] * key[p][s];
             }
             for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
@@ -161,12 +163,12 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
         for (int g = 0; g < kMaxGroup; g++)
             if (g < group) {
 #pragma unroll
-                for (int s = 0; s < kSlotsPerLane; s++) value_sum[g][s] *= rescale[g];
+                for (int s = 0; s < kSlots; s++) value_sum[g][s] *= rescale[g];
 #pragma unroll
                 for (int p = 0; p < kPositionsPerWarp; p++) {
                     const float weight = weights[g][warp + p * kDecodeWarps];
 #pragma unroll
-                    for (int s = 0; s < kSlotsPerLane; s++) value_sum[g][s] += weight * value[p][s];
+                    for (int s = 0; s < kSlots; s++) value_sum[g][s] += weight * value[p][s];
                 }
             }
     }
@@ -175,9 +177,9 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
 #pragma unroll
     for (int g = 0; g < kMaxGroup; g++)
 #pragma unroll
-        for (int s = 0; s < kSlotsPerLane; s++)
-            if (g < group && slot_dim<Cache>(lane, s) < head_dim)
-                warp_values[warp][g][slot_dim<Cache>(lane, s)] = value_sum[g][s];
+        for (int s = 0; s < kSlots; s++)
+            if (g < group && slot_dim<Cache, kSlots>(lane, s) < head_dim)
+                warp_values[warp][g][slot_dim<Cache, kSlots>(lane, s)] = value_sum[g][s];
     __syncthreads();
     for (int i = threadIdx.x; i < group * head_dim; i += blockDim.x) {
         const int g = i / head_dim, d = i % head_dim;
@@ -196,7 +198,9 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
 // so the chunks' rows are read coalesced and 4 at a time; then the warps' sums are added. It
 // waits for the split first, as split_attention_kernel does for the kernel before it.
 // With out_q8.q, the head's outputs are also written rounded to 8 bits, the input of a
-// block-type Wo (warp w quantizes outputs 32w .. 32w + 31; head_dim must be a multiple of 32).
+// block-type Wo (warp w quantizes outputs 32w .. 32w + 31, then 32w + 128 ..; head_dim must be a
+// multiple of 32).
+template <int kSlots>
 __global__ void merge_chunks_kernel(float* out, ChunkPartials partials, int n_positions,
                                     const int32_t* position, int max_chunks, int n_heads,
                                     int head_dim, Q8Vector out_q8) {
@@ -207,7 +211,7 @@ __global__ void merge_chunks_kernel(float* out, ChunkPartials partials, int n_po
     // BEGIN SOLUTION step09 merge_chunks_kernel
     __shared__ float warp_maxima[kDecodeWarps];
     __shared__ float warp_sums[kDecodeWarps];
-    __shared__ float warp_values[kDecodeWarps][kMaxHeadDim];
+    __shared__ float warp_values[kDecodeWarps][kSlots * kWarpSize];
     const int head = blockIdx.x;
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     float max = -INFINITY;
@@ -218,20 +222,20 @@ __global__ void merge_chunks_kernel(float* out, ChunkPartials partials, int n_po
     __syncthreads();
     for (int i = 0; i < kDecodeWarps; i++) max = fmaxf(max, warp_maxima[i]);
 
-    float sum = 0.0f, weighted[kSlotsPerLane] = {};
+    float sum = 0.0f, weighted[kSlots] = {};
 #pragma unroll 4
     for (int c = warp; c < n_chunks; c += kDecodeWarps) {
         const float rescale = expf(partials.max[c * n_heads + head] - max);
         sum += partials.sum[c * n_heads + head] * rescale;
         const float* values = partials.values + (int64_t(c) * n_heads + head) * head_dim;
 #pragma unroll
-        for (int s = 0; s < kSlotsPerLane; s++)
+        for (int s = 0; s < kSlots; s++)
             if (lane + s * kWarpSize < head_dim)
                 weighted[s] += values[lane + s * kWarpSize] * rescale;
     }
     if (lane == 0) warp_sums[warp] = sum;
 #pragma unroll
-    for (int s = 0; s < kSlotsPerLane; s++)
+    for (int s = 0; s < kSlots; s++)
         if (lane + s * kWarpSize < head_dim) warp_values[warp][lane + s * kWarpSize] = weighted[s];
     __syncthreads();
     float total = 0.0f;
@@ -242,10 +246,11 @@ __global__ void merge_chunks_kernel(float* out, ChunkPartials partials, int n_po
         out[head * head_dim + d] = value / total;
     }
     // END SOLUTION
-    if (out_q8.q && threadIdx.x < head_dim) {  // whole warps: head_dim is a multiple of 32
+    if (!out_q8.q) return;
+    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {  // whole warps: head_dim % 32 == 0
         float value = 0.0f;
-        for (int i = 0; i < kDecodeWarps; i++) value += warp_values[i][threadIdx.x];
-        quantize_in_warp(value / total, out_q8, (head * head_dim + threadIdx.x) / kQ8BlockSize);
+        for (int i = 0; i < kDecodeWarps; i++) value += warp_values[i][d];
+        quantize_in_warp(value / total, out_q8, (head * head_dim + d) / kQ8BlockSize);
     }
 }
 
@@ -278,16 +283,19 @@ void split_attention(float* out, const float* q, const void* k, const void* v, i
     const int max_chunks = max_decode_chunks(n_kv_heads);
     const int n_chunks = chunk_layout(n_positions, max_chunks).n_chunks;
     const ChunkPartials partials = chunk_partials(n_chunks, n_heads, head_dim);
-    with_cache_type(cache_type, [&](auto tag) {
-        using Cache = typename decltype(tag)::type;
-        launch_kernel("split_attention_kernel", split_attention_kernel<Cache>,
-                      dim3(n_chunks, n_kv_heads), kDecodeWarps * kWarpSize, nullptr, partials, q,
-                      static_cast<const Cache*>(k), static_cast<const Cache*>(v), n_positions,
-                      nullptr, max_chunks, n_heads, n_kv_heads, head_dim);
+    with_head_slots(head_dim, [&](auto slots) {
+        constexpr int kSlots = decltype(slots)::value;
+        with_cache_type(cache_type, [&](auto tag) {
+            using Cache = typename decltype(tag)::type;
+            launch_kernel("split_attention_kernel", split_attention_kernel<Cache, kSlots>,
+                          dim3(n_chunks, n_kv_heads), kDecodeWarps * kWarpSize, nullptr, partials,
+                          q, static_cast<const Cache*>(k), static_cast<const Cache*>(v),
+                          n_positions, nullptr, max_chunks, n_heads, n_kv_heads, head_dim);
+        });
+        launch_kernel("merge_chunks_kernel", merge_chunks_kernel<kSlots>, n_heads,
+                      kDecodeWarps * kWarpSize, nullptr, out, partials, n_positions, nullptr,
+                      max_chunks, n_heads, head_dim, Q8Vector{});
     });
-    launch_kernel("merge_chunks_kernel", merge_chunks_kernel, n_heads, kDecodeWarps * kWarpSize,
-                  nullptr, out, partials, n_positions, nullptr, max_chunks, n_heads, head_dim,
-                  Q8Vector{});
 }
 
 // The grid is sized for the longest context: at most max_decode_chunks() chunks, and never
@@ -314,17 +322,20 @@ void decode_attention(float* out, const float* q, const void* k_cache, const voi
     const int max_chunks = max_decode_chunks(heads.n_kv_heads);
     const ChunkPartials partials = partials_in(scratch, grid_chunks, heads.n_heads);
     const int32_t* position = &slots->position;
-    with_cache_type(cache_type, [&](auto tag) {
-        using Cache = typename decltype(tag)::type;
-        launch_kernel("split_attention_kernel", split_attention_kernel<Cache>,
-                      dim3(grid_chunks, heads.n_kv_heads), kDecodeWarps * kWarpSize, stream,
-                      partials, q, static_cast<const Cache*>(k_cache),
-                      static_cast<const Cache*>(v_cache), 0, position, max_chunks, heads.n_heads,
-                      heads.n_kv_heads, heads.head_dim);
+    with_head_slots(heads.head_dim, [&](auto head_slots) {
+        constexpr int kSlots = decltype(head_slots)::value;
+        with_cache_type(cache_type, [&](auto tag) {
+            using Cache = typename decltype(tag)::type;
+            launch_kernel("split_attention_kernel", split_attention_kernel<Cache, kSlots>,
+                          dim3(grid_chunks, heads.n_kv_heads), kDecodeWarps * kWarpSize, stream,
+                          partials, q, static_cast<const Cache*>(k_cache),
+                          static_cast<const Cache*>(v_cache), 0, position, max_chunks,
+                          heads.n_heads, heads.n_kv_heads, heads.head_dim);
+        });
+        launch_kernel("merge_chunks_kernel", merge_chunks_kernel<kSlots>, heads.n_heads,
+                      kDecodeWarps * kWarpSize, stream, out, partials, 0, position, max_chunks,
+                      heads.n_heads, heads.head_dim, out_q8);
     });
-    launch_kernel("merge_chunks_kernel", merge_chunks_kernel, heads.n_heads,
-                  kDecodeWarps * kWarpSize, stream, out, partials, 0, position, max_chunks,
-                  heads.n_heads, heads.head_dim, out_q8);
 }
 
 }  // namespace gpu

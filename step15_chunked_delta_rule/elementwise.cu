@@ -144,9 +144,9 @@ __global__ void sigmoid_gate_kernel(float* x, const float* gate, int64_t n) {
     x[i] *= 1.0f / (1.0f + expf(-gate[i]));
 }
 
-void sigmoid_gate(float* x, const float* gate, int64_t n) {
+void sigmoid_gate(float* x, const float* gate, int64_t n, Stream stream) {
     if (n == 0) return;
-    sigmoid_gate_kernel<<<blocks_for(n), kBlockSize>>>(x, gate, n);
+    sigmoid_gate_kernel<<<blocks_for(n), kBlockSize, 0, stream>>>(x, gate, n);
     check_launch("sigmoid_gate_kernel");
 }
 

@@ -41,8 +41,8 @@ constexpr int kFlashQueries = 16 * kFlashWarps;  // 64 queries a block, 16 a war
 constexpr int kFlashKeys = 64;                   // positions a key tile
 static_assert(kFlashQueries <= kFlashKeys, "the query tile passes through the key tile's memory");
 
-// A tile row is padded by 8 values (16 bytes): rows of 144 or 272 bytes put the 8 rows that one
-// ldmatrix reads on 8 different banks, as in the GEMM.
+// A tile row is padded by 8 values (16 bytes): rows of 144, 272 or 528 bytes put the 8 rows that
+// one ldmatrix reads on 8 different banks, as in the GEMM.
 template <int kHeadDim>
 struct FlashTiles {
     __half keys[kFlashKeys][kHeadDim + 8];    // (position, dim); first the query tile
@@ -84,7 +84,9 @@ __global__ void __launch_bounds__(kFlashThreads)
                            int first_position, int n_heads, int n_kv_heads) {
     constexpr int kDimSteps = kHeadDim / 16;  // mma steps along a head (Q K^T's depth)
     constexpr int kKeySteps = kFlashKeys / 16;
-    __shared__ __align__(128) FlashTiles<kHeadDim> tiles;
+    // 34 KB of tiles at 128 values a head, 67 KB at 256: past the 48 KB of a static array.
+    extern __shared__ __align__(128) uint8_t shared_bytes[];
+    FlashTiles<kHeadDim>& tiles = *reinterpret_cast<FlashTiles<kHeadDim>*>(shared_bytes);
     const int first_query = blockIdx.x * kFlashQueries, head = blockIdx.y;
     const int kv_head = head / (n_heads / n_kv_heads);
     const int q_dim = n_heads * kHeadDim, kv_dim = n_kv_heads * kHeadDim;
@@ -209,30 +211,43 @@ __global__ void __launch_bounds__(kFlashThreads)
         }
 }
 
-bool flash_attention_takes(int head_dim) { return head_dim == 64 || head_dim == 128; }
+bool flash_attention_takes(int head_dim) {
+    return head_dim == 64 || head_dim == 128 || head_dim == 256;
+}
+
+template <int kHeadDim, typename Cache>
+static void launch_flash(float* out, const float* q, const Cache* k, const Cache* v, int n_tokens,
+                         int first_position, int n_heads, int n_kv_heads) {
+    const dim3 grid((n_tokens + kFlashQueries - 1) / kFlashQueries, n_heads);
+    auto* kernel = flash_attention_kernel<kHeadDim, Cache>;
+    const int shared_bytes = sizeof(FlashTiles<kHeadDim>);
+    CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
+    kernel<<<grid, kFlashThreads, shared_bytes>>>(out, q, k, v, n_tokens, first_position, n_heads,
+                                                  n_kv_heads);
+    check_launch("flash_attention_kernel");
+}
 
 void flash_attention(float* out, const float* q, const void* k, const void* v, int n_tokens,
                      int first_position, int n_heads, int n_kv_heads, int head_dim,
                      CacheType cache_type) {
     if (n_tokens == 0) return;
     if (!flash_attention_takes(head_dim))
-        fail("gpu::flash_attention handles heads of 64 or 128 values, not %d", head_dim);
+        fail("gpu::flash_attention handles heads of 64, 128 or 256 values, not %d", head_dim);
     if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
         fail("gpu::flash_attention needs n_heads (%d) a multiple of n_kv_heads (%d)", n_heads,
              n_kv_heads);
-    const dim3 grid((n_tokens + kFlashQueries - 1) / kFlashQueries, n_heads);
     with_cache_type(cache_type, [&](auto tag) {
         using Cache = typename decltype(tag)::type;
         const Cache* keys = static_cast<const Cache*>(k);
         const Cache* values = static_cast<const Cache*>(v);
         if (head_dim == 64)
-            flash_attention_kernel<64><<<grid, kFlashThreads>>>(
-                out, q, keys, values, n_tokens, first_position, n_heads, n_kv_heads);
+            launch_flash<64>(out, q, keys, values, n_tokens, first_position, n_heads, n_kv_heads);
+        else if (head_dim == 128)
+            launch_flash<128>(out, q, keys, values, n_tokens, first_position, n_heads, n_kv_heads);
         else
-            flash_attention_kernel<128><<<grid, kFlashThreads>>>(
-                out, q, keys, values, n_tokens, first_position, n_heads, n_kv_heads);
+            launch_flash<256>(out, q, keys, values, n_tokens, first_position, n_heads, n_kv_heads);
     });
-    check_launch("flash_attention_kernel");
 }
 
 }  // namespace gpu

@@ -5,7 +5,8 @@
 
 namespace gpu {
 
-// Whether flash_attention handles heads of this size: 64 and 128 values (Qwen2.5's).
+// Whether flash_attention handles heads of this size: 64 and 128 values (Qwen2.5's), and 256
+// (Qwen3.5's, step 14).
 bool flash_attention_takes(int head_dim);
 
 // attention() of ops_cuda.h (same arguments, same result up to F16 rounding) as flash attention:

@@ -256,11 +256,27 @@ static bool qkv_reads_blocks(const DeviceLayerWeights& layer) {
            is_block_type(layer.attn_v.type);
 }
 
+// Step 14: the products of a Gated DeltaNet layer's normalized input (a matrix a layer of the
+// other kind lacks has type 0, F32), and whether one of them (or of the attention's) is not a
+// block type and so reads the float rmsnorm(x), not its 8 bits.
+static bool delta_net_reads_blocks(const DeviceLayerWeights& layer) {
+    return is_block_type(layer.attn_qkv.type) || is_block_type(layer.attn_gate.type) ||
+           is_block_type(layer.ssm_beta.type) || is_block_type(layer.ssm_alpha.type);
+}
+static bool mixer_reads_floats(const DeviceLayerWeights& layer, LayerKind kind) {
+    if (kind == LayerKind::DeltaNet)
+        return !is_block_type(layer.attn_qkv.type) || !is_block_type(layer.attn_gate.type) ||
+               !is_block_type(layer.ssm_beta.type) || !is_block_type(layer.ssm_alpha.type);
+    return !is_block_type(layer.attn_q.type) || !is_block_type(layer.attn_k.type) ||
+           !is_block_type(layer.attn_v.type);
+}
+
 // Whether the normalized input of layer l (of the LM head, for l = the number of layers) is
 // read as 8 bits, and the norm it takes: a quantize_q8 rounds it once x is complete.
 static bool normed_input_reads_blocks(const DeviceWeights& weights, int l) {
     return l == int(weights.layers.size()) ? is_block_type(lm_head(weights).type)
-                                           : qkv_reads_blocks(weights.layers[l]);
+                                           : qkv_reads_blocks(weights.layers[l]) ||
+                                                 delta_net_reads_blocks(weights.layers[l]);
 }
 static const float* input_norm(const DeviceWeights& weights, int l) {
     return l == int(weights.layers.size()) ? weights.output_norm.data()
@@ -274,19 +290,34 @@ static int qkv_launches(const DeviceLayerWeights& layer) {
     return layer.attn_k.type == q && paired ? 1 : 3;
 }
 
+// Step 14: the kernels of a hybrid layer's mixing before its output projection (decode_delta_net,
+// decode_gated_attention), the rmsnorm for its float matrices included.
+static int hybrid_mixer_launches(const DeviceLayerWeights& layer, LayerKind kind) {
+    const int floats = mixer_reads_floats(layer, kind);
+    // 4 products, the conv, 2 L2 norms, the gates, the delta rule and the gated norm
+    if (kind == LayerKind::DeltaNet) return floats + 10;
+    return floats + 7;  // 3 products, norm/RoPE/cache, the split attention's 2, the gate
+}
+
 int kernels_per_decode_step(const ModelConfig& config, const DeviceWeights& weights) {
-    if (config.has_recurrent_layers())
-        fail("%s has no fused decode step: each new token runs the prompt's kernels",
-             config.architecture.c_str());
     const HeadShape heads{int(config.n_heads), int(config.n_kv_heads), int(config.head_dim)};
     const int n_layers = int(weights.layers.size());
     int n = 1 + 2;  // embedding; LM head, next token
     n += normed_input_reads_blocks(weights, 0);  // step 11: rounded after the embedding
     for (int l = 0; l < n_layers; l++) {
         const DeviceLayerWeights& layer = weights.layers[l];
-        n += qkv_launches(layer) + 5;  // attention's 2, Wo, gate/up, down
+        if (config.has_recurrent_layers()) {  // step 14
+            const LayerKind kind = config.layer_kinds[l];
+            n += hybrid_mixer_launches(layer, kind) + 3;  // output, gate/up, down
+            const DeviceMatrix& out = kind == LayerKind::DeltaNet ? layer.ssm_out : layer.attn_output;
+            n += is_block_type(out.type);  // its input rounded by matvec_add
+        } else {
+            n += qkv_launches(layer) + 5;  // attention's 2, Wo, gate/up, down
+        }
         // Wo's input, when the attention cannot round it.
-        if (is_block_type(layer.attn_output.type) && !wo_reads_merged_q8(layer, heads)) n++;
+        if (!config.has_recurrent_layers() && is_block_type(layer.attn_output.type) &&
+            !wo_reads_merged_q8(layer, heads))
+            n++;
         // The feed-forward's input after Wo, the next layer's (or the LM head's) after down.
         n += is_block_type(layer.ffn_gate.type) + normed_input_reads_blocks(weights, l + 1);
     }
@@ -301,11 +332,104 @@ static QkvWeights qkv_weights(const DeviceLayerWeights& layer) {
                       layer.attn_q_norm.data(), layer.attn_k_norm.data()};
 }
 
+// The attention sublayer of one token: x += Wo attention(rope(Wq h + bq), cache), h = rmsnorm(x).
+// (h's 8 bits, when a matrix reads them, were rounded once x was complete.)
+static void decode_attention_sublayer(const ModelConfig& config, const DeviceWeights& weights,
+                                      int l, DeviceKVCache& cache, DecodeBuffers& b,
+                                      Stream stream) {
+    const DeviceLayerWeights& layer = weights.layers[l];
+    const HeadShape heads{int(config.n_heads), int(config.n_kv_heads), int(config.head_dim)};
+    DecodeSlots* slots = reinterpret_cast<DecodeSlots*>(b.slots.data());
+    const Q8Vector normed_q8 = b.normed_q8.view(), input_q8 = b.input_q8.view();
+    const HeadNormScratch head_scratch{b.head_rows.data(), b.head_done.data()};  // step 13
+    qkv_rope_cache(b.q.data(), cache.keys(l), cache.values(l), cache.type, b.x.data(),
+                   layer.attn_norm.data(), config.rms_eps, qkv_weights(layer), int(config.d_model),
+                   heads, config.rope_base, slots, head_scratch, normed_q8, true, stream);
+    // A block-type Wo takes the attention's output rounded to 8 bits by its last kernel.
+    const bool merge_writes_q8 = wo_reads_merged_q8(layer, heads);
+    decode_attention(b.attn.data(), b.q.data(), cache.keys(l), cache.values(l), cache.type,
+                     b.attention_scratch.data(), cache.capacity, heads, slots,
+                     merge_writes_q8 ? input_q8 : Q8Vector{}, stream);
+    matvec_add(b.x.data(), b.attn.data(), layer.attn_output.data.data(), layer.attn_output.type,
+               heads.n_heads * heads.head_dim, int(config.d_model), input_q8, merge_writes_q8,
+               stream);
+}
+
+// ---- Step 14: the hybrid's layers, one token ----
+
+// out = W h for a product of a layer's normalized input: a block matrix reads its 8 bits (rounded
+// once x was complete), a float one b.h (decode_normed_floats).
+static void decode_input_product(float* out, const DeviceMatrix& w, DecodeBuffers& b,
+                                 Stream stream) {
+    matvec_decode(out, b.h.data(), w.data.data(), w.type, w.cols, w.rows, b.normed_q8.view(),
+                  true, stream);
+}
+static void decode_normed_floats(const ModelConfig& config, const DeviceLayerWeights& layer,
+                                 LayerKind kind, DecodeBuffers& b, Stream stream) {
+    if (mixer_reads_floats(layer, kind))
+        rmsnorm(b.h.data(), b.x.data(), layer.attn_norm.data(), 1, int(config.d_model),
+                config.rms_eps, stream);
+}
+
+// A Gated DeltaNet layer: delta_net_sublayer's operators on one token, its window and state
+// updated in place. For one token the convolved row q | k | v needs no split: q, k and v are
+// its three parts.
+static void decode_delta_net(const ModelConfig& config, const DeviceWeights& weights, int l,
+                             DeviceKVCache& cache, DecodeBuffers& b, Stream stream) {
+    const DeviceLayerWeights& layer = weights.layers[l];
+    const DeltaNetConfig& dn = config.delta_net;
+    const int hk = int(dn.n_key_heads), hv = int(dn.n_value_heads);
+    const int dk = int(dn.key_dim), dv = int(dn.value_dim), qk_width = int(dn.qk_width());
+    decode_normed_floats(config, layer, LayerKind::DeltaNet, b, stream);
+    decode_input_product(b.mixed_qkv.data(), layer.attn_qkv, b, stream);
+    decode_input_product(b.z.data(), layer.attn_gate, b, stream);
+    decode_input_product(b.beta_in.data(), layer.ssm_beta, b, stream);
+    decode_input_product(b.alpha_in.data(), layer.ssm_alpha, b, stream);
+    causal_conv1d_silu(b.qkv.data(), b.mixed_qkv.data(), cache.conv_window(l),
+                       layer.ssm_conv1d.data(), 1, int(dn.channels()), int(dn.conv_kernel), stream);
+    float* q = b.qkv.data();  // (Hk, dk)
+    float* k = q + qk_width;  // (Hk, dk)
+    float* v = k + qk_width;  // (Hv, dv)
+    l2_normalize_rows(q, hk, dk, kL2NormEps, 1.0f / std::sqrt(float(dk)), stream);
+    l2_normalize_rows(k, hk, dk, kL2NormEps, 1.0f, stream);
+    // beta replaces b in place: each thread reads its b before it writes its beta.
+    delta_net_gates(b.beta_in.data(), b.decay.data(), b.beta_in.data(), b.alpha_in.data(),
+                    layer.ssm_a.data(), layer.ssm_dt_bias.data(), 1, hv, stream);
+    gated_delta_rule(b.recurrent.data(), cache.delta_state(l), q, k, v, b.decay.data(),
+                     b.beta_in.data(), 1, hk, hv, dk, dv, stream);
+    gated_rmsnorm(b.recurrent.data(), b.recurrent.data(), b.z.data(), layer.ssm_norm.data(), hv, dv,
+                  config.rms_eps, stream);
+    matvec_add(b.x.data(), b.recurrent.data(), layer.ssm_out.data.data(), layer.ssm_out.type,
+               hv * dv, int(config.d_model), b.input_q8.view(), false, stream);
+}
+
+// The gated attention: the three products, then gated_qk_norm_rope_cache (QK-norm, partial RoPE
+// at the slots' position, K and V into the cache), the split attention, its gate, Wo.
+static void decode_gated_attention(const ModelConfig& config, const DeviceWeights& weights, int l,
+                                   DeviceKVCache& cache, DecodeBuffers& b, Stream stream) {
+    const DeviceLayerWeights& layer = weights.layers[l];
+    const HeadShape heads{int(config.n_heads), int(config.n_kv_heads), int(config.head_dim)};
+    const int q_dim = heads.n_heads * heads.head_dim;
+    const DecodeSlots* slots = reinterpret_cast<const DecodeSlots*>(b.slots.data());
+    decode_normed_floats(config, layer, LayerKind::Attention, b, stream);
+    decode_input_product(b.query_gate.data(), layer.attn_q, b, stream);
+    decode_input_product(b.k.data(), layer.attn_k, b, stream);
+    decode_input_product(b.v.data(), layer.attn_v, b, stream);
+    gated_qk_norm_rope_cache(b.q.data(), b.attn_gate.data(), cache.keys(l), cache.values(l),
+                             cache.type, b.query_gate.data(), b.k.data(),
+                             b.v.data(), layer.attn_q_norm.data(), layer.attn_k_norm.data(), heads,
+                             int(config.rope_dims), config.rope_base, config.rms_eps, slots,
+                             stream);
+    decode_attention(b.attn.data(), b.q.data(), cache.keys(l), cache.values(l), cache.type,
+                     b.attention_scratch.data(), cache.capacity, heads, slots, Q8Vector{}, stream);
+    sigmoid_gate(b.attn.data(), b.attn_gate.data(), q_dim, stream);
+    matvec_add(b.x.data(), b.attn.data(), layer.attn_output.data.data(), layer.attn_output.type,
+               q_dim, int(config.d_model), b.input_q8.view(), false, stream);
+}
+
 void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
                         DeviceKVCache& cache, DecodeBuffers& b, Stream stream) {
     const int d = int(config.d_model);
-    const HeadShape heads{int(config.n_heads), int(config.n_kv_heads), int(config.head_dim)};
-    const int q_dim = heads.n_heads * heads.head_dim;
     const int d_ff = int(config.d_ff);
     const float eps = config.rms_eps;
     DecodeSlots* slots = reinterpret_cast<DecodeSlots*>(b.slots.data());
@@ -313,7 +437,6 @@ void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
     const int n_layers = int(weights.layers.size());
     const DeviceMatrix& head = lm_head(weights);
     const Q8Vector normed_q8 = b.normed_q8.view(), input_q8 = b.input_q8.view();
-    const HeadNormScratch head_scratch{b.head_rows.data(), b.head_done.data()};  // step 13
 
     embedding(b.x.data(), weights.token_embd.data.data(), weights.token_embd.type, token, 1, d,
               stream);
@@ -321,19 +444,15 @@ void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
         quantize_q8(normed_q8, b.x.data(), input_norm(weights, 0), eps, d, stream);
     for (int l = 0; l < n_layers; l++) {
         const DeviceLayerWeights& layer = weights.layers[l];
-        // Attention sublayer: x += Wo attention(rope(Wq h + bq), cache), h = rmsnorm(x).
-        // (h's 8 bits, when a matrix reads them, were rounded once x was complete.)
-        qkv_rope_cache(b.q.data(), cache.keys(l), cache.values(l), cache.type, b.x.data(),
-                       layer.attn_norm.data(), eps, qkv_weights(layer), d, heads, config.rope_base,
-                       slots, head_scratch, normed_q8, true, stream);
-        // A block-type Wo takes the attention's output rounded to 8 bits by its last kernel.
-        const bool merge_writes_q8 = wo_reads_merged_q8(layer, heads);
-        decode_attention(b.attn.data(), b.q.data(), cache.keys(l), cache.values(l), cache.type,
-                         b.attention_scratch.data(), cache.capacity, heads, slots,
-                         merge_writes_q8 ? input_q8 : Q8Vector{}, stream);
-        // Wo completes x; the feed-forward's normalized input is rounded after it.
-        matvec_add(b.x.data(), b.attn.data(), layer.attn_output.data.data(), layer.attn_output.type,
-                   q_dim, d, input_q8, merge_writes_q8, stream);
+        // Step 14: a hybrid's layer mixes the positions by its kind.
+        if (config.has_recurrent_layers()) {
+            if (config.layer_kinds[l] == LayerKind::DeltaNet)
+                decode_delta_net(config, weights, l, cache, b, stream);
+            else decode_gated_attention(config, weights, l, cache, b, stream);
+        } else {
+            decode_attention_sublayer(config, weights, l, cache, b, stream);
+        }
+        // The output projection completed x; the feed-forward's normalized input is rounded.
         if (is_block_type(layer.ffn_gate.type))
             quantize_q8(normed_q8, b.x.data(), layer.ffn_norm.data(), eps, d, stream);
         // Feed-forward sublayer: x += Wdown swiglu(Wgate h, Wup h), h = rmsnorm(x).
@@ -371,7 +490,6 @@ static void check_fused_types(const DeviceWeights& weights) {
 Decoder::Decoder(const ModelConfig& config, const DeviceWeights& weights, DeviceKVCache& cache,
                  bool use_graph)
     : config_(config), weights_(weights), cache_(cache), use_graph_(use_graph) {
-    if (config.has_recurrent_layers()) return;  // step 14: the prompt path only, no buffers
     check_fused_types(weights);
     const HeadShape heads{int(config.n_heads), int(config.n_kv_heads), int(config.head_dim)};
     buffers_.slots.resize(2);
@@ -384,19 +502,39 @@ Decoder::Decoder(const ModelConfig& config, const DeviceWeights& weights, Device
     buffers_.argmax_scratch.resize(lm_head_argmax_scratch());
     auto whole_blocks = [](int n) { return (n + kQ8BlockSize - 1) / kQ8BlockSize * kQ8BlockSize; };
     buffers_.normed_q8.resize(whole_blocks(int(config.d_model)));
-    buffers_.input_q8.resize(whole_blocks(std::max(heads.n_heads * heads.head_dim, int(config.d_ff))));
+    const int value_width = int(config.delta_net.value_width());  // step 14: ssm_out's input
+    buffers_.input_q8.resize(
+        whole_blocks(std::max({heads.n_heads * heads.head_dim, int(config.d_ff), value_width})));
     buffers_.group_done.upload(std::vector<int>(whole_blocks(int(config.d_ff)) / kQ8BlockSize, 0));
     if (weights.attention.qk_norm) {  // step 13
         const int n_rows = heads.n_heads + heads.n_kv_heads;
         buffers_.head_rows.resize(size_t(n_rows) * heads.head_dim);
         buffers_.head_done.upload(std::vector<int>(n_rows, 0));
     }
+    if (config.has_recurrent_layers()) allocate_hybrid_buffers(config);
+}
+
+// Step 14: the hybrid's own decode buffers (DecodeBuffers says what each holds).
+void Decoder::allocate_hybrid_buffers(const ModelConfig& config) {
+    const size_t q_dim = size_t(config.n_heads) * config.head_dim;
+    const size_t kv_dim = size_t(config.n_kv_heads) * config.head_dim;
+    const DeltaNetConfig& dn = config.delta_net;
+    buffers_.h.resize(config.d_model);
+    buffers_.query_gate.resize(2 * q_dim);
+    buffers_.attn_gate.resize(q_dim);
+    buffers_.k.resize(kv_dim);
+    buffers_.v.resize(kv_dim);
+    buffers_.mixed_qkv.resize(dn.channels());
+    buffers_.qkv.resize(dn.channels());
+    buffers_.z.resize(dn.value_width());
+    buffers_.beta_in.resize(dn.n_value_heads);
+    buffers_.alpha_in.resize(dn.n_value_heads);
+    buffers_.decay.resize(dn.n_value_heads);
+    buffers_.recurrent.resize(dn.value_width());
 }
 
 int32_t Decoder::next_token(const std::vector<int32_t>& new_ids, std::vector<float>* logits) {
-    // A prompt, or (step 14) any token of a model with recurrent layers: the eager path, on the
-    // default stream.
-    if (new_ids.size() != 1 || config_.has_recurrent_layers()) {
+    if (new_ids.size() != 1) {  // a prompt: the eager path, on the default stream
         slots_known_ = false;
         return gpu::next_token(config_, weights_, new_ids, cache_, prompt_state_, logits);
     }

@@ -9,8 +9,9 @@
 //
 // Step 14: qwen35's layers run on the prompt path as on the CPU (forward_cpu.h), a Gated
 // DeltaNet layer through gated_delta_net.cu's kernels with its window and state in the cache.
-// This first version has no fused kernels for them: the Decoder runs each new token of a model
-// with recurrent layers on the prompt path too, kernel by kernel, with no graph.
+// The Decoder's graph runs them too: a DeltaNet layer reads no position (its window and state
+// are where the last token left them), so its kernels replay as they are; the gated attention
+// reads its position from the slots (gated_qk_norm_rope_cache).
 #pragma once
 
 #include <cstdint>
@@ -104,6 +105,19 @@ struct DecodeBuffers {
     // Step 13, QK-norm only (empty otherwise): where the blocks of a head meet (HeadNormScratch)
     DeviceBuffer<float> head_rows;  // (n_heads + n_kv_heads, head_dim)
     DeviceBuffer<int> head_done;    // (n_heads + n_kv_heads)
+    // Step 14, a model with recurrent layers only (empty otherwise); C = 2 Hk dk + Hv dv.
+    DeviceBuffer<float> h;           // (d_model) rmsnorm(x), for the float matrices
+    DeviceBuffer<float> query_gate;  // (n_heads, 2, head_dim) the gated Q projection
+    DeviceBuffer<float> attn_gate;   // (n_heads * head_dim)
+    DeviceBuffer<float> k;           // (n_kv_heads * head_dim) before the norm and RoPE
+    DeviceBuffer<float> v;           // (n_kv_heads * head_dim)
+    DeviceBuffer<float> mixed_qkv;   // (C) the projection, the convolution's input
+    DeviceBuffer<float> qkv;         // (C) after it: q | k | v, normalized in place
+    DeviceBuffer<float> z;           // (Hv dv) the output's gate
+    DeviceBuffer<float> beta_in;     // (Hv) b, then beta
+    DeviceBuffer<float> alpha_in;    // (Hv) a
+    DeviceBuffer<float> decay;       // (Hv) g
+    DeviceBuffer<float> recurrent;   // (Hv dv) the delta rule's output, then normed
 };
 
 // Kernels in one decode step: the embedding, 6 a layer (7 where V's type on the device is not
@@ -111,9 +125,9 @@ struct DecodeBuffers {
 // argmax, and (step 11) a quantize_q8 for each normalized input a block matrix reads (after the
 // embedding, after Wo and after down), and one before Wo where the attention cannot write its
 // input (head_dim not a multiple of 32); Wo's and down's inputs are rounded by the kernels that
-// produce them. (Step 13: Qwen3's QK-norm adds none, inside qkv_rope_cache.) Step 14: a model
-// with recurrent layers has no decode step of its own (the Decoder runs the prompt path), and
-// is refused here with one line.
+// produce them. (Step 13: Qwen3's QK-norm adds none, inside qkv_rope_cache.) Step 14: a Gated
+// DeltaNet layer takes 10 kernels before its output projection, one more where a matrix of its
+// input is F16 or F32 (the rmsnorm it reads), and the gated attention 5 (6 so) before Wo.
 int kernels_per_decode_step(const ModelConfig& config, const DeviceWeights& weights);
 
 // Launches one decode step on `stream`: it runs the token in the slots at their position,
@@ -129,7 +143,7 @@ void launch_decode_step(const ModelConfig& config, const DeviceWeights& weights,
 // when they do not already hold its token and position: after an argmax (greedy decoding)
 // they do, so a replay follows a replay with nothing copied in, and only the chosen id (and
 // the logits when asked for) is copied out. Step 14: a model with recurrent layers (qwen35)
-// runs every new token as a prompt of one, kernel by kernel: no graph in this first version.
+// replays its graph too; its states, like the cache, are where the last step left them.
 class Decoder {
 public:
     Decoder(const ModelConfig& config, const DeviceWeights& weights, DeviceKVCache& cache,
@@ -140,6 +154,8 @@ public:
     int n_graph_kernels() const { return graph_.n_kernels(); }  // 0 before the first capture
 
 private:
+    void allocate_hybrid_buffers(const ModelConfig& config);  // step 14
+
     const ModelConfig& config_;
     const DeviceWeights& weights_;
     DeviceKVCache& cache_;

@@ -82,14 +82,14 @@ __global__ void causal_conv1d_silu_kernel(float* out, const float* x, float* win
 }
 
 void causal_conv1d_silu(float* out, const float* x, float* window, const float* weight,
-                        int n_tokens, int channels, int kernel) {
+                        int n_tokens, int channels, int kernel, Stream stream) {
     if (kernel < 1 || kernel > kMaxConvKernel)
         fail("gpu::causal_conv1d_silu takes kernels of 1 to %d taps, not %d", kMaxConvKernel,
              kernel);
     if (n_tokens == 0 || channels == 0) return;
     const dim3 grid((channels + kThreads - 1) / kThreads, (n_tokens + kConvChunk - 1) / kConvChunk);
-    causal_conv1d_silu_kernel<<<grid, kThreads>>>(out, x, window, weight, n_tokens, channels,
-                                                  kernel);
+    causal_conv1d_silu_kernel<<<grid, kThreads, 0, stream>>>(out, x, window, weight, n_tokens,
+                                                             channels, kernel);
     check_launch("causal_conv1d_silu_kernel");
 }
 
@@ -131,10 +131,10 @@ __global__ void l2_normalize_rows_kernel(float* x, int n_rows, int dim, float ep
     for (int i = lane; i < dim; i += kWarpSize) row[i] *= factor;
 }
 
-void l2_normalize_rows(float* x, int n_rows, int dim, float eps, float scale) {
+void l2_normalize_rows(float* x, int n_rows, int dim, float eps, float scale, Stream stream) {
     if (n_rows == 0) return;
     const unsigned blocks = unsigned((int64_t(n_rows) + kRowsPerBlock - 1) / kRowsPerBlock);
-    l2_normalize_rows_kernel<<<blocks, kThreads>>>(x, n_rows, dim, eps, scale);
+    l2_normalize_rows_kernel<<<blocks, kThreads, 0, stream>>>(x, n_rows, dim, eps, scale);
     check_launch("l2_normalize_rows_kernel");
 }
 
@@ -154,10 +154,10 @@ __global__ void delta_net_gates_kernel(float* beta, float* g, const float* b, co
 }
 
 void delta_net_gates(float* beta, float* g, const float* b, const float* a, const float* A,
-                     const float* dt_bias, int n_tokens, int n_heads) {
+                     const float* dt_bias, int n_tokens, int n_heads, Stream stream) {
     const int64_t n = int64_t(n_tokens) * n_heads;
     if (n == 0) return;
-    delta_net_gates_kernel<<<unsigned((n + kThreads - 1) / kThreads), kThreads>>>(
+    delta_net_gates_kernel<<<unsigned((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
         beta, g, b, a, A, dt_bias, n_tokens, n_heads);
     check_launch("delta_net_gates_kernel");
 }
@@ -251,15 +251,15 @@ __global__ void __launch_bounds__(kRuleThreads) gated_delta_rule_kernel(const De
 }
 
 template <int kRows>
-static void launch_gated_delta_rule(const DeltaRuleArgs& a) {
+static void launch_gated_delta_rule(const DeltaRuleArgs& a, Stream stream) {
     const dim3 grid(a.n_value_heads, (a.dv + kRuleWarps - 1) / kRuleWarps);
-    gated_delta_rule_kernel<kRows><<<grid, kRuleThreads>>>(a);
+    gated_delta_rule_kernel<kRows><<<grid, kRuleThreads, 0, stream>>>(a);
     check_launch("gated_delta_rule_kernel");
 }
 
 void gated_delta_rule(float* out, float* state, const float* q, const float* k, const float* v,
                       const float* g, const float* beta, int n_tokens, int n_key_heads,
-                      int n_value_heads, int dk, int dv) {
+                      int n_value_heads, int dk, int dv, Stream stream) {
     if (dk % kWarpSize != 0 || dk < kWarpSize || dk > kMaxKeyDim)
         fail("gpu::gated_delta_rule needs key heads of a multiple of 32 values up to %d, not %d",
              kMaxKeyDim, dk);
@@ -268,14 +268,14 @@ void gated_delta_rule(float* out, float* state, const float* q, const float* k, 
     // A register array needs its length at compile time: one kernel per dk / 32.
     static_assert(kMaxKeyDim == 8 * kWarpSize, "the cases below cover dk / 32 = 1 to 8");
     switch (dk / kWarpSize) {
-        case 1: return launch_gated_delta_rule<1>(a);
-        case 2: return launch_gated_delta_rule<2>(a);
-        case 3: return launch_gated_delta_rule<3>(a);
-        case 4: return launch_gated_delta_rule<4>(a);
-        case 5: return launch_gated_delta_rule<5>(a);
-        case 6: return launch_gated_delta_rule<6>(a);
-        case 7: return launch_gated_delta_rule<7>(a);
-        default: return launch_gated_delta_rule<8>(a);
+        case 1: return launch_gated_delta_rule<1>(a, stream);
+        case 2: return launch_gated_delta_rule<2>(a, stream);
+        case 3: return launch_gated_delta_rule<3>(a, stream);
+        case 4: return launch_gated_delta_rule<4>(a, stream);
+        case 5: return launch_gated_delta_rule<5>(a, stream);
+        case 6: return launch_gated_delta_rule<6>(a, stream);
+        case 7: return launch_gated_delta_rule<7>(a, stream);
+        default: return launch_gated_delta_rule<8>(a, stream);
     }
 }
 
@@ -296,10 +296,10 @@ __global__ void gated_rmsnorm_kernel(float* out, const float* x, const float* z,
 }
 
 void gated_rmsnorm(float* out, const float* x, const float* z, const float* weight, int n_rows,
-                   int dim, float eps) {
+                   int dim, float eps, Stream stream) {
     if (n_rows == 0) return;
     const unsigned blocks = unsigned((int64_t(n_rows) + kRowsPerBlock - 1) / kRowsPerBlock);
-    gated_rmsnorm_kernel<<<blocks, kThreads>>>(out, x, z, weight, n_rows, dim, eps);
+    gated_rmsnorm_kernel<<<blocks, kThreads, 0, stream>>>(out, x, z, weight, n_rows, dim, eps);
     check_launch("gated_rmsnorm_kernel");
 }
 

@@ -5,7 +5,9 @@
 // sums its head's squares, then normalizes and rotates the pairs (head_norm.cuh). The norm then
 // adds no trip through memory, only a block reduction over head_dim values, next to the
 // products of the same chunk that dominate the prompt's time. Step 14: qwen35's partial RoPE
-// (qk_norm_partial_rope) turns only the first rope_dims values of a head, as rope_kernel does.
+// (qk_norm_partial_rope) turns only the first rope_dims values of a head, as rope_kernel does;
+// gated_qk_norm_rope_cache does the same for one token of the gated attention in its decode step,
+// reading the position from the slots and writing the key and value into the cache.
 #include <algorithm>
 
 #include "cuda_check.h"
@@ -36,6 +38,54 @@ void qk_norm_partial_rope(float* x, const float* weight, int n_tokens, int n_hea
     qk_norm_rope_kernel<<<unsigned(n_rows), threads>>>(x, weight, n_heads, head_dim, rope_dims,
                                                        first_position, base, eps);
     check_launch("qk_norm_rope_kernel");
+}
+
+// ---- step 14: the gated attention's decode step, a block a head ----
+
+template <typename Cache>
+__global__ void gated_qk_norm_rope_cache_kernel(float* q, float* gate, Cache* k_cache,
+                                                Cache* v_cache, const float* query_gate,
+                                                const float* k, const float* v,
+                                                const float* q_norm, const float* k_norm,
+                                                HeadShape heads, int rope_dims, float rope_base,
+                                                float eps, const DecodeSlots* slots) {
+    const int position = slots->position, head_dim = heads.head_dim;
+    const int64_t row = int64_t(position) * heads.n_kv_heads * head_dim;  // the cache's row
+    const int block = blockIdx.x;  // query heads, then key heads, then value heads
+    if (block < heads.n_heads) {
+        const float* from = query_gate + int64_t(block) * 2 * head_dim;  // (2, head_dim)
+        norm_rope_head(q + block * head_dim, from, q_norm, eps, head_dim, rope_dims, position,
+                       rope_base);
+        for (int i = threadIdx.x; i < head_dim; i += blockDim.x)
+            gate[block * head_dim + i] = from[head_dim + i];
+    } else if (block < heads.n_heads + heads.n_kv_heads) {
+        const int h = block - heads.n_heads;
+        norm_rope_head(k_cache + row + h * head_dim, k + h * head_dim, k_norm, eps, head_dim,
+                       rope_dims, position, rope_base);
+    } else {
+        const int h = block - heads.n_heads - heads.n_kv_heads;
+        for (int i = threadIdx.x; i < head_dim; i += blockDim.x)
+            store(v_cache + row + h * head_dim, i, v[h * head_dim + i]);
+    }
+}
+
+void gated_qk_norm_rope_cache(float* q, float* gate, void* k_cache, void* v_cache,
+                              CacheType cache_type, const float* query_gate, const float* k,
+                              const float* v, const float* q_norm, const float* k_norm,
+                              HeadShape heads, int rope_dims, float rope_base, float eps,
+                              const DecodeSlots* slots, Stream stream) {
+    if (heads.head_dim % 2 != 0 || rope_dims % 2 != 0 || rope_dims > heads.head_dim)
+        fail("gpu::gated_qk_norm_rope_cache needs an even head_dim and rope_dims, not %d and %d",
+             heads.head_dim, rope_dims);
+    const int threads = std::min(1024, (heads.head_dim / 2 + kWarpSize - 1) / kWarpSize * kWarpSize);
+    const int blocks = heads.n_heads + 2 * heads.n_kv_heads;
+    with_cache_type(cache_type, [&](auto tag) {
+        using Cache = typename decltype(tag)::type;
+        gated_qk_norm_rope_cache_kernel<<<blocks, threads, 0, stream>>>(
+            q, gate, static_cast<Cache*>(k_cache), static_cast<Cache*>(v_cache), query_gate, k, v,
+            q_norm, k_norm, heads, rope_dims, rope_base, eps, slots);
+    });
+    check_launch("gated_qk_norm_rope_cache_kernel");
 }
 
 void qk_norm_rope(float* x, const float* weight, int n_tokens, int n_heads, int head_dim,

@@ -621,18 +621,10 @@ struct Runner {
     // The GPU's decoder: each new token's fused kernels, replayed as one CUDA graph (launched one
     // by one with --no-graph), each kernel starting while the one before it finishes where the GPU
     // can (not with --no-pdl).
-    // Step 14: a model with recurrent layers runs each new token on the prompt's kernels.
     void start_decoder() {
         set_dependent_launch(options.use_pdl);  // before the Decoder captures its graph
         gpu_decoder =
             std::make_unique<gpu::Decoder>(config, device_weights, device_cache, options.use_graph);
-        if (config.has_recurrent_layers()) {
-            std::fprintf(stderr,
-                         "decode: each new token runs the prompt's kernels, one by one (%s has "
-                         "no fused decode kernels or CUDA graph in this step)\n",
-                         config.architecture.c_str());
-            return;
-        }
         const char* pdl = dependent_launch_enabled() ? "with programmatic dependent launch"
                           : options.use_pdl ? "without programmatic dependent launch (the GPU is "
                                               "older than compute capability 9.0)"

@@ -154,4 +154,17 @@ void matvec_add(float* x, const float* in, const void* w, uint32_t w_type, int i
     });
 }
 
+// Step 14: out = W in for the hybrid's decode step, matvec_add without the add.
+void matvec_decode(float* out, const float* in, const void* w, uint32_t w_type, int in_dim,
+                   int out_dim, Q8Vector in_q8, bool in_q8_written, Stream stream) {
+    if (out_dim == 0) return;
+    const bool blocks = is_block_type(w_type);
+    with_weight_type(w_type, "matvec_decode", [&](auto tag) {
+        using Weight = typename decltype(tag)::type;
+        if (blocks && !in_q8_written) quantize_q8(in_q8, in, nullptr, 0.0f, in_dim, stream);
+        launch_matvec(out, in, static_cast<const Weight*>(w), in_dim, out_dim, false, stream,
+                      blocks ? in_q8 : Q8Vector{});
+    });
+}
+
 }  // namespace gpu

@@ -61,12 +61,12 @@ void CudaGraph::replay(CUstream_st*) const { no_gpu_code(); }
 namespace gpu {
 
 void embedding(float*, const void*, uint32_t, const int32_t*, int, int, Stream) { no_gpu_code(); }
-void rmsnorm(float*, const float*, const float*, int, int, float) { no_gpu_code(); }
+void rmsnorm(float*, const float*, const float*, int, int, float, Stream) { no_gpu_code(); }
 void matmul(float*, const float*, const void*, uint32_t, int, int, int) { no_gpu_code(); }
 void add_bias(float*, const float*, int, int) { no_gpu_code(); }
 void rope(float*, int, int, int, int, float) { no_gpu_code(); }
 void partial_rope(float*, int, int, int, int, int, float) { no_gpu_code(); }
-void sigmoid_gate(float*, const float*, int64_t) { no_gpu_code(); }
+void sigmoid_gate(float*, const float*, int64_t, Stream) { no_gpu_code(); }
 void split_query_gate(float*, float*, const float*, int, int, int) { no_gpu_code(); }
 void qk_norm_rope(float*, const float*, int, int, int, int, float, float) { no_gpu_code(); }
 void qk_norm_partial_rope(float*, const float*, int, int, int, int, int, float, float) {
@@ -80,20 +80,20 @@ void store_cache_rows(void*, CacheType, const float*, int64_t) { no_gpu_code(); 
 void residual_add(float*, const float*, int64_t) { no_gpu_code(); }
 int argmax(const float*, int) { no_gpu_code(); }
 
-void causal_conv1d_silu(float*, const float*, float*, const float*, int, int, int) {
+void causal_conv1d_silu(float*, const float*, float*, const float*, int, int, int, Stream) {
     no_gpu_code();
 }
 void split_qkv(float*, float*, float*, const float*, int, int, int) { no_gpu_code(); }
-void l2_normalize_rows(float*, int, int, float, float) { no_gpu_code(); }
+void l2_normalize_rows(float*, int, int, float, float, Stream) { no_gpu_code(); }
 void delta_net_gates(float*, float*, const float*, const float*, const float*, const float*, int,
-                     int) {
+                     int, Stream) {
     no_gpu_code();
 }
 void gated_delta_rule(float*, float*, const float*, const float*, const float*, const float*,
-                      const float*, int, int, int, int, int) {
+                      const float*, int, int, int, int, int, Stream) {
     no_gpu_code();
 }
-void gated_rmsnorm(float*, const float*, const float*, const float*, int, int, float) {
+void gated_rmsnorm(float*, const float*, const float*, const float*, int, int, float, Stream) {
     no_gpu_code();
 }
 
@@ -111,8 +111,16 @@ void decode_attention(float*, const float*, const void*, const void*, CacheType,
 void matvec_add(float*, const float*, const void*, uint32_t, int, int, Q8Vector, bool, Stream) {
     no_gpu_code();
 }
+void matvec_decode(float*, const float*, const void*, uint32_t, int, int, Q8Vector, bool, Stream) {
+    no_gpu_code();
+}
 void gate_up_swiglu(float*, const float*, const float*, float, const void*, const void*, uint32_t,
                     int, int, Q8Vector, bool, Q8Vector, int*, Stream) {
+    no_gpu_code();
+}
+void gated_qk_norm_rope_cache(float*, float*, void*, void*, CacheType, const float*, const float*,
+                              const float*, const float*, const float*, HeadShape, int, float,
+                              float, const DecodeSlots*, Stream) {
     no_gpu_code();
 }
 int64_t lm_head_argmax_scratch() { no_gpu_code(); }

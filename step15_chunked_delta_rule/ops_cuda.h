@@ -38,8 +38,10 @@ using Stream = CUstream_st*;
 void embedding(float* out, const void* table, uint32_t table_type, const int32_t* ids, int n_tokens,
                int dim, Stream stream = nullptr);
 
-// RMSNorm, one block of 256 threads per token; `out` may be `x`.
-void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int dim, float eps);
+// RMSNorm, one block of 256 threads per token; `out` may be `x`. (Step 14: on `stream`, for the
+// hybrid's decode step, as the Gated DeltaNet's operators and sigmoid_gate below.)
+void rmsnorm(float* out, const float* x, const float* weight, int n_tokens, int dim, float eps,
+             Stream stream = nullptr);
 
 // out = x W^T, accumulating in float: for one token a warp per row of W (matvec_kernel), for
 // more a 64 x 64 tile of out per block (tiled_gemm_kernel). Step 12: more than one token of an
@@ -60,7 +62,7 @@ void partial_rope(float* x, int n_tokens, int n_heads, int head_dim, int rope_di
                   int first_position, float base);
 
 // Step 14: x[i] *= sigmoid(gate[i]), one thread per element.
-void sigmoid_gate(float* x, const float* gate, int64_t n);
+void sigmoid_gate(float* x, const float* gate, int64_t n, Stream stream = nullptr);
 
 // Step 14: ops_cpu.h's split_query_gate, one thread per value of the query: each token's
 // (n_heads, 2, head_dim) row into query and gate, (n_tokens, n_heads * head_dim) each.
@@ -103,7 +105,7 @@ int argmax(const float* x, int n);
 // A thread per channel and chunk of 16 tokens; the window (kernel - 1, channels) is updated in
 // place. Kernels of up to 8 taps (Qwen3.5's has 4); longer ones fail.
 void causal_conv1d_silu(float* out, const float* x, float* window, const float* weight,
-                        int n_tokens, int channels, int kernel);
+                        int n_tokens, int channels, int kernel, Stream stream = nullptr);
 
 // Each token's convolved row q | k | v (n_tokens, 2 qk_width + value_width) into q and k
 // (n_tokens, qk_width) and v (n_tokens, value_width), one thread per value: what
@@ -112,22 +114,23 @@ void split_qkv(float* q, float* k, float* v, const float* qkv, int n_tokens, int
                int value_width);
 
 // A warp per row. In place.
-void l2_normalize_rows(float* x, int n_rows, int dim, float eps, float scale);
+void l2_normalize_rows(float* x, int n_rows, int dim, float eps, float scale,
+                       Stream stream = nullptr);
 
 // A thread per (token, value head).
 void delta_net_gates(float* beta, float* g, const float* b, const float* a, const float* A,
-                     const float* dt_bias, int n_tokens, int n_heads);
+                     const float* dt_bias, int n_tokens, int n_heads, Stream stream = nullptr);
 
 // The whole recurrence in one launch: a warp per column of a value head's state, which stays
 // in the warp's registers over all n_tokens tokens; state read at the start and written back
 // at the end. dk must be a multiple of 32 up to 256; other sizes fail.
 void gated_delta_rule(float* out, float* state, const float* q, const float* k, const float* v,
                       const float* g, const float* beta, int n_tokens, int n_key_heads,
-                      int n_value_heads, int dk, int dv);
+                      int n_value_heads, int dk, int dv, Stream stream = nullptr);
 
 // A warp per row; `out` may be `x`.
 void gated_rmsnorm(float* out, const float* x, const float* z, const float* weight, int n_rows,
-                   int dim, float eps);
+                   int dim, float eps, Stream stream = nullptr);
 
 // ---- the kernels that matmul and attention choose between ----
 
@@ -239,6 +242,9 @@ void decode_attention(float* out, const float* q, const void* k_cache, const voi
 void matvec_add(float* x, const float* in, const void* w, uint32_t w_type, int in_dim, int out_dim,
                 Q8Vector in_q8, bool in_q8_written, Stream stream);
 
+// Step 14: out = in W^T, matvec_add without the add (the hybrid's products that start a vector).
+void matvec_decode(float* out, const float* in, const void* w, uint32_t w_type, int in_dim,
+                   int out_dim, Q8Vector in_q8, bool in_q8_written, Stream stream);
 // out = silu(Wgate h) * (Wup h) with h = rmsnorm(x): a warp computes row i of both products,
 // so the two matrices must be of one type. x_q8 as for qkv_rope_cache. With out_q8.q not null
 // (d_ff a multiple of 32) out rounded to 8 bits is written there too: the last of the blocks
@@ -249,6 +255,16 @@ void gate_up_swiglu(float* out, const float* x, const float* norm_weight, float 
                     Q8Vector x_q8, bool x_q8_written, Q8Vector out_q8, int* group_done,
                     Stream stream);
 
+// Step 14: the gated attention's decode step between its products and the attention, in one
+// kernel: query head h of query_gate ((n_heads, 2, head_dim): each head's query, then its gate)
+// normalized by q_norm and turned by partial RoPE at slots->position into q (n_heads * head_dim),
+// its gate copied into gate; key head h of k normalized by k_norm and turned into row
+// slots->position of k_cache, and value head h of v copied into v_cache's. A block a head.
+void gated_qk_norm_rope_cache(float* q, float* gate, void* k_cache, void* v_cache,
+                              CacheType cache_type, const float* query_gate, const float* k,
+                              const float* v, const float* q_norm, const float* k_norm,
+                              HeadShape heads, int rope_dims, float rope_base, float eps,
+                              const DecodeSlots* slots, Stream stream);
 // Bytes of scratch lm_head_argmax needs.
 int64_t lm_head_argmax_scratch();
 

@@ -1,7 +1,7 @@
 // prompt_attention.cu - the attention of a prompt's new tokens over the cached positions and
 // one another: a block per tile of 16 queries of one head. Its CPU twin is ops_cpu.cpp's
 // attention with several queries; attention.cu chooses it. Written in step 9; last changed in
-// step 11 (an F16 cache, its halves turned into floats on their way into shared memory).
+// step 14 (heads of 256: a template on a lane's slots, the tiles in dynamic shared memory).
 //
 // With many new tokens the same keys serve many queries, so a block takes 16 queries of one
 // head and walks the cached keys and values in tiles of 32 rows, copied to shared memory once
@@ -22,13 +22,25 @@ constexpr int kQueriesPerWarp = 2;
 constexpr int kQueryTile = kPrefillWarps * kQueriesPerWarp;  // 16
 constexpr int kKeyTile = kWarpSize;                          // 32: one key per lane
 
-template <typename Cache>
+// A block's tiles: 40 KB for heads of up to 128 values, 81 KB up to 256 (past the 48 KB of a
+// static array, so they live in dynamic shared memory).
+template <int kSlots>
+struct PrefillTiles {
+    static constexpr int kDims = kSlots * kWarpSize;
+    float queries[kQueryTile][kDims];
+    float keys[kKeyTile][kDims + 1];  // +1: lanes read a column, not a row
+    float values[kKeyTile][kDims];
+};
+
+template <typename Cache, int kSlots>
 __global__ void prefill_attention_kernel(float* out, const float* q, const Cache* k, const Cache* v,
                                          int n_tokens, int first_position, int n_heads,
                                          int n_kv_heads, int head_dim) {
-    __shared__ float queries[kQueryTile][kMaxHeadDim];
-    __shared__ float keys[kKeyTile][kMaxHeadDim + 1];  // +1: lanes read a column, not a row
-    __shared__ float values[kKeyTile][kMaxHeadDim];
+    extern __shared__ __align__(16) uint8_t shared_bytes[];
+    PrefillTiles<kSlots>& tiles = *reinterpret_cast<PrefillTiles<kSlots>*>(shared_bytes);
+    auto& queries = tiles.queries;
+    auto& keys = tiles.keys;
+    auto& values = tiles.values;
     const int first_query = blockIdx.x * kQueryTile, head = blockIdx.y;
     const int kv_head = head / (n_heads / n_kv_heads);
     const int q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
@@ -39,11 +51,11 @@ __global__ void prefill_attention_kernel(float* out, const float* q, const Cache
         queries[row][d] = t < n_tokens ? q[int64_t(t) * q_dim + head * head_dim + d] * scale : 0;
     }
 
-    float max[kQueriesPerWarp], sum[kQueriesPerWarp], acc[kQueriesPerWarp][kSlotsPerLane];
+    float max[kQueriesPerWarp], sum[kQueriesPerWarp], acc[kQueriesPerWarp][kSlots];
     for (int r = 0; r < kQueriesPerWarp; r++) {
         max[r] = -INFINITY;
         sum[r] = 0.0f;
-        for (int s = 0; s < kSlotsPerLane; s++) acc[r][s] = 0.0f;
+        for (int s = 0; s < kSlots; s++) acc[r][s] = 0.0f;
     }
     // Queries past n_tokens are padding: they compute like the others and are never written.
     const int last_query = min(first_query + kQueryTile, n_tokens) - 1;
@@ -71,10 +83,10 @@ __global__ void prefill_attention_kernel(float* out, const float* q, const Cache
             const float weight = expf(score - new_max);
             sum[r] = sum[r] * rescale + warp_sum(weight);
             max[r] = new_max;
-            for (int s = 0; s < kSlotsPerLane; s++) acc[r][s] *= rescale;
+            for (int s = 0; s < kSlots; s++) acc[r][s] *= rescale;
             for (int j = 0; j < kKeyTile; j++) {
                 const float weight_j = __shfl_sync(kFullWarp, weight, j);
-                for (int s = 0; s < kSlotsPerLane; s++) {
+                for (int s = 0; s < kSlots; s++) {
                     const int d = lane + s * kWarpSize;
                     if (d < head_dim) acc[r][s] += weight_j * values[j][d];
                 }
@@ -84,24 +96,39 @@ __global__ void prefill_attention_kernel(float* out, const float* q, const Cache
     for (int r = 0; r < kQueriesPerWarp; r++) {
         const int t = first_query + warp * kQueriesPerWarp + r;
         if (t >= n_tokens) continue;
-        for (int s = 0; s < kSlotsPerLane; s++) {
+        for (int s = 0; s < kSlots; s++) {
             const int d = lane + s * kWarpSize;
             if (d < head_dim) out[int64_t(t) * q_dim + head * head_dim + d] = acc[r][s] / sum[r];
         }
     }
 }
 
+template <typename Cache, int kSlots>
+static void launch_prefill(float* out, const float* q, const Cache* k, const Cache* v,
+                           int n_tokens, int first_position, int n_heads, int n_kv_heads,
+                           int head_dim) {
+    const dim3 grid((n_tokens + kQueryTile - 1) / kQueryTile, n_heads);
+    auto* kernel = prefill_attention_kernel<Cache, kSlots>;
+    const int shared_bytes = sizeof(PrefillTiles<kSlots>);
+    CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
+    kernel<<<grid, kPrefillWarps * kWarpSize, shared_bytes>>>(out, q, k, v, n_tokens,
+                                                              first_position, n_heads, n_kv_heads,
+                                                              head_dim);
+    check_launch("prefill_attention_kernel");
+}
+
 void prefill_attention(float* out, const float* q, const void* k, const void* v, int n_tokens,
                        int first_position, int n_heads, int n_kv_heads, int head_dim,
                        CacheType cache_type) {
-    const dim3 grid((n_tokens + kQueryTile - 1) / kQueryTile, n_heads);
-    with_cache_type(cache_type, [&](auto tag) {
-        using Cache = typename decltype(tag)::type;
-        prefill_attention_kernel<<<grid, kPrefillWarps * kWarpSize>>>(
-            out, q, static_cast<const Cache*>(k), static_cast<const Cache*>(v), n_tokens,
-            first_position, n_heads, n_kv_heads, head_dim);
+    with_head_slots(head_dim, [&](auto slots) {
+        with_cache_type(cache_type, [&](auto tag) {
+            using Cache = typename decltype(tag)::type;
+            launch_prefill<Cache, decltype(slots)::value>(
+                out, q, static_cast<const Cache*>(k), static_cast<const Cache*>(v), n_tokens,
+                first_position, n_heads, n_kv_heads, head_dim);
+        });
     });
-    check_launch("prefill_attention_kernel");
 }
 
 }  // namespace gpu

@@ -365,6 +365,21 @@ TEST_CASE("gpu::attention equals attention: causal mask, softmax, grouped-query 
         check_attention(shape[0], shape[4], shape[1], shape[2], shape[3], 9);
 }
 
+TEST_CASE("gpu::attention takes heads of 129 to 256 values (Qwen3.5's 256) on 8 slots a lane") {
+    if (!gpu_or_skip()) return;
+    // (n_tokens, n_heads, n_kv_heads, head_dim, first_position): Qwen3.5-0.8B's heads (8 of 256,
+    // 2 KV heads) and 4B's (16, 4) as a prompt, a second chunk and decode steps, and heads of
+    // 129 and 200 that leave a lane's last slots empty.
+    const int shapes[][5] = {{33, 8, 2, 256, 0}, {1, 8, 2, 256, 0},   {1, 8, 2, 256, 999},
+                             {17, 16, 4, 256, 40}, {1, 16, 4, 256, 4096}, {7, 4, 2, 129, 30},
+                             {1, 4, 2, 129, 30}, {20, 6, 3, 200, 0},  {1, 6, 3, 200, 300}};
+    for (const auto& shape : shapes)
+        for (CacheType cache_type : {CacheType::F32, CacheType::F16}) {
+            if (cache_type == CacheType::F16 && shape[3] % 4 != 0) continue;
+            check_attention(shape[0], shape[4], shape[1], shape[2], shape[3], 9, cache_type);
+        }
+}
+
 // One new token's attention over n_positions cached ones (a decode step).
 static void check_decode_attention(int n_positions, int n_heads, int n_kv_heads, int head_dim) {
     check_attention(1, n_positions - 1, n_heads, n_kv_heads, head_dim, 20);
@@ -405,8 +420,8 @@ TEST_CASE("split decode attention equals attention at 32768 cached positions") {
 
 TEST_CASE("gpu::attention refuses heads its kernels cannot hold, in one line") {
     if (!gpu_code_or_skip()) return;
-    CHECK_THROWS_WITH_AS(gpu::attention(nullptr, nullptr, nullptr, nullptr, 1, 0, 2, 1, 129),
-                         "gpu::attention handles heads of up to 128 values, not 129", Error);
+    CHECK_THROWS_WITH_AS(gpu::attention(nullptr, nullptr, nullptr, nullptr, 1, 0, 2, 1, 257),
+                         "gpu::attention handles heads of up to 256 values, not 257", Error);
     CHECK_THROWS_WITH_AS(gpu::attention(nullptr, nullptr, nullptr, nullptr, 4, 0, 18, 2, 64),
                          "gpu::attention handles up to 8 query heads per key/value head, not 9",
                          Error);

@@ -231,6 +231,18 @@ TEST_CASE("flash attention equals attention on F16 operands from 1 to 4097 posit
     check_flash_attention(1, 4096, 28, 4, 128);
 }
 
+TEST_CASE("flash attention takes Qwen3.5's heads of 256 values") {
+    if (!tensor_cores_or_skip()) return;
+    // 0.8B's 8 query heads on 2 KV heads, 4B's 16 on 4: prompts cut inside a query tile, a
+    // second chunk after a cache, and an F16 cache giving the float cache's outputs bit for bit.
+    check_flash_attention(1, 0, 8, 2, 256);
+    check_flash_attention(65, 0, 8, 2, 256);
+    check_flash_attention(513, 0, 16, 4, 256);
+    check_flash_attention(97, 4000, 8, 2, 256);
+    const std::vector<float> from_floats = check_flash_attention(257, 257, 8, 2, 256);
+    CHECK(check_flash_attention(257, 257, 8, 2, 256, CacheType::F16) == from_floats);
+}
+
 TEST_CASE("flash attention over an F16 cache gives the float cache's outputs, bit for bit") {
     if (!tensor_cores_or_skip()) return;
     // The keys and values are halves already (check_flash_attention), so the tiles hold the same
@@ -251,9 +263,11 @@ TEST_CASE("flash attention refuses head sizes it has no kernel for, in one line"
     if (!gpu_code_or_skip()) return;
     CHECK(gpu::flash_attention_takes(64));
     CHECK(gpu::flash_attention_takes(128));
+    CHECK(gpu::flash_attention_takes(256));
     CHECK_FALSE(gpu::flash_attention_takes(96));
     CHECK_THROWS_WITH_AS(gpu::flash_attention(nullptr, nullptr, nullptr, nullptr, 2, 0, 2, 1, 96),
-                         "gpu::flash_attention handles heads of 64 or 128 values, not 96", Error);
+                         "gpu::flash_attention handles heads of 64, 128 or 256 values, not 96",
+                         Error);
 }
 
 // A prompt of n tokens on the tiny model (F16 weights), in one gpu::forward call (two chunks
