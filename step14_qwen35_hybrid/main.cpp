@@ -1,9 +1,8 @@
 // step14: step13's program for the Qwen3.5 hybrid as well (arch qwen35): Gated DeltaNet layers,
 // whose recurrent state has a fixed size, between gated full-attention layers. It runs on the
 // CPU, exact (--f32-activations) or with 8-bit activations, and on the GPU, where each new token
-// runs the prompt's kernels (no fused decode kernels, no CUDA graph for it yet); Qwen2.5 and
-// Qwen3 run as in step 13. The cache is hybrid: keys and values for the attention layers, a state
-// for each DeltaNet layer.
+// replays one CUDA graph as a Qwen2.5 token does; Qwen2.5 and Qwen3 run as in step 13. The
+// cache is hybrid: keys and values for the attention layers, a state for each DeltaNet layer.
 //
 //   make step14 && ./step14 models/tiny-qwen2.gguf -p "Once upon a time," -n 32 --seed 42
 //   ./step14 models/qwen2.5-coder-0.5b-instruct.gguf -i          chat; /reset, /exit

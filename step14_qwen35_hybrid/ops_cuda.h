@@ -81,8 +81,8 @@ void qk_norm_partial_rope(float* x, const float* weight, int n_tokens, int n_hea
 // Causal grouped-query attention of new queries over the cached keys and values, as in
 // ops_cpu.h, with the softmax computed on the fly (online) rather than over a stored row of
 // scores. One new token (decode): the positions split into chunks over many blocks, then
-// merged. More (a prompt): a block per 16 queries of one head. Heads of up to 128 values and
-// up to 8 query heads per key/value head; other shapes fail. k and v hold values of
+// merged. More (a prompt): a block per 16 queries of one head. Heads of up to 256 values (step
+// 14; 128 before) and up to 8 query heads per key/value head; other shapes fail. k and v hold values of
 // cache_type (step 11): floats, or halves (then head_dim must be a multiple of 4).
 void attention(float* out, const float* q, const void* k, const void* v, int n_tokens,
                int first_position, int n_heads, int n_kv_heads, int head_dim,
