@@ -276,6 +276,29 @@ static int max_decode_chunks(int n_kv_heads) {
     return std::max(1, 2 * multiprocessor_count() / n_kv_heads);
 }
 
+// The split kernel over grid_chunks chunks of each KV head, then the merge, both instances
+// chosen by the head's slots (attention.cuh) and the cache's type. split_attention and
+// decode_attention differ only in where the number of positions comes from.
+static void launch_split_and_merge(float* out, const float* q, const void* k, const void* v,
+                                   CacheType cache_type, ChunkPartials partials, int grid_chunks,
+                                   int n_positions, const int32_t* position, int max_chunks,
+                                   HeadShape heads, Q8Vector out_q8, Stream stream) {
+    with_head_slots(heads.head_dim, [&](auto head_slots) {
+        constexpr int kSlots = decltype(head_slots)::value;
+        with_cache_type(cache_type, [&](auto tag) {
+            using Cache = typename decltype(tag)::type;
+            launch_kernel("split_attention_kernel", split_attention_kernel<Cache, kSlots>,
+                          dim3(grid_chunks, heads.n_kv_heads), kDecodeWarps * kWarpSize, stream,
+                          partials, q, static_cast<const Cache*>(k), static_cast<const Cache*>(v),
+                          n_positions, position, max_chunks, heads.n_heads, heads.n_kv_heads,
+                          heads.head_dim);
+        });
+        launch_kernel("merge_chunks_kernel", merge_chunks_kernel<kSlots>, heads.n_heads,
+                      kDecodeWarps * kWarpSize, stream, out, partials, n_positions, position,
+                      max_chunks, heads.n_heads, heads.head_dim, out_q8);
+    });
+}
+
 void split_attention(float* out, const float* q, const void* k, const void* v, int first_position,
                      int n_heads, int n_kv_heads, int head_dim, CacheType cache_type) {
     check_cache_shape(cache_type, head_dim, "attention");
@@ -283,19 +306,9 @@ void split_attention(float* out, const float* q, const void* k, const void* v, i
     const int max_chunks = max_decode_chunks(n_kv_heads);
     const int n_chunks = chunk_layout(n_positions, max_chunks).n_chunks;
     const ChunkPartials partials = chunk_partials(n_chunks, n_heads, head_dim);
-    with_head_slots(head_dim, [&](auto slots) {
-        constexpr int kSlots = decltype(slots)::value;
-        with_cache_type(cache_type, [&](auto tag) {
-            using Cache = typename decltype(tag)::type;
-            launch_kernel("split_attention_kernel", split_attention_kernel<Cache, kSlots>,
-                          dim3(n_chunks, n_kv_heads), kDecodeWarps * kWarpSize, nullptr, partials,
-                          q, static_cast<const Cache*>(k), static_cast<const Cache*>(v),
-                          n_positions, nullptr, max_chunks, n_heads, n_kv_heads, head_dim);
-        });
-        launch_kernel("merge_chunks_kernel", merge_chunks_kernel<kSlots>, n_heads,
-                      kDecodeWarps * kWarpSize, nullptr, out, partials, n_positions, nullptr,
-                      max_chunks, n_heads, head_dim, Q8Vector{});
-    });
+    launch_split_and_merge(out, q, k, v, cache_type, partials, n_chunks, n_positions, nullptr,
+                           max_chunks, HeadShape{n_heads, n_kv_heads, head_dim}, Q8Vector{},
+                           nullptr);
 }
 
 // The grid is sized for the longest context: at most max_decode_chunks() chunks, and never
@@ -321,21 +334,8 @@ void decode_attention(float* out, const float* q, const void* k_cache, const voi
     const int grid_chunks = decode_grid_chunks(capacity, heads.n_kv_heads);
     const int max_chunks = max_decode_chunks(heads.n_kv_heads);
     const ChunkPartials partials = partials_in(scratch, grid_chunks, heads.n_heads);
-    const int32_t* position = &slots->position;
-    with_head_slots(heads.head_dim, [&](auto head_slots) {
-        constexpr int kSlots = decltype(head_slots)::value;
-        with_cache_type(cache_type, [&](auto tag) {
-            using Cache = typename decltype(tag)::type;
-            launch_kernel("split_attention_kernel", split_attention_kernel<Cache, kSlots>,
-                          dim3(grid_chunks, heads.n_kv_heads), kDecodeWarps * kWarpSize, stream,
-                          partials, q, static_cast<const Cache*>(k_cache),
-                          static_cast<const Cache*>(v_cache), 0, position, max_chunks,
-                          heads.n_heads, heads.n_kv_heads, heads.head_dim);
-        });
-        launch_kernel("merge_chunks_kernel", merge_chunks_kernel<kSlots>, heads.n_heads,
-                      kDecodeWarps * kWarpSize, stream, out, partials, 0, position, max_chunks,
-                      heads.n_heads, heads.head_dim, out_q8);
-    });
+    launch_split_and_merge(out, q, k_cache, v_cache, cache_type, partials, grid_chunks, 0,
+                           &slots->position, max_chunks, heads, out_q8, stream);
 }
 
 }  // namespace gpu

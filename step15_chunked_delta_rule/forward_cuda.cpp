@@ -256,19 +256,24 @@ static bool qkv_reads_blocks(const DeviceLayerWeights& layer) {
            is_block_type(layer.attn_v.type);
 }
 
-// Step 14: the products of a Gated DeltaNet layer's normalized input (a matrix a layer of the
-// other kind lacks has type 0, F32), and whether one of them (or of the attention's) is not a
-// block type and so reads the float rmsnorm(x), not its 8 bits.
+// Step 14: the products of a layer's normalized input, by its kind (a matrix that a layer of the
+// other kind lacks has type 0, F32); whether one is a block type, which reads the 8 bits of
+// rmsnorm(x), and whether one is not, which reads the floats.
+static std::vector<const DeviceMatrix*> input_products(const DeviceLayerWeights& layer,
+                                                       LayerKind kind) {
+    if (kind == LayerKind::DeltaNet)
+        return {&layer.attn_qkv, &layer.attn_gate, &layer.ssm_beta, &layer.ssm_alpha};
+    return {&layer.attn_q, &layer.attn_k, &layer.attn_v};
+}
 static bool delta_net_reads_blocks(const DeviceLayerWeights& layer) {
-    return is_block_type(layer.attn_qkv.type) || is_block_type(layer.attn_gate.type) ||
-           is_block_type(layer.ssm_beta.type) || is_block_type(layer.ssm_alpha.type);
+    for (const DeviceMatrix* w : input_products(layer, LayerKind::DeltaNet))
+        if (is_block_type(w->type)) return true;
+    return false;
 }
 static bool mixer_reads_floats(const DeviceLayerWeights& layer, LayerKind kind) {
-    if (kind == LayerKind::DeltaNet)
-        return !is_block_type(layer.attn_qkv.type) || !is_block_type(layer.attn_gate.type) ||
-               !is_block_type(layer.ssm_beta.type) || !is_block_type(layer.ssm_alpha.type);
-    return !is_block_type(layer.attn_q.type) || !is_block_type(layer.attn_k.type) ||
-           !is_block_type(layer.attn_v.type);
+    for (const DeviceMatrix* w : input_products(layer, kind))
+        if (!is_block_type(w->type)) return true;
+    return false;
 }
 
 // Whether the normalized input of layer l (of the LM head, for l = the number of layers) is
@@ -313,11 +318,9 @@ int kernels_per_decode_step(const ModelConfig& config, const DeviceWeights& weig
             n += is_block_type(out.type);  // its input rounded by matvec_add
         } else {
             n += qkv_launches(layer) + 5;  // attention's 2, Wo, gate/up, down
+            // Wo's input, when the attention cannot round it.
+            if (is_block_type(layer.attn_output.type) && !wo_reads_merged_q8(layer, heads)) n++;
         }
-        // Wo's input, when the attention cannot round it.
-        if (!config.has_recurrent_layers() && is_block_type(layer.attn_output.type) &&
-            !wo_reads_merged_q8(layer, heads))
-            n++;
         // The feed-forward's input after Wo, the next layer's (or the LM head's) after down.
         n += is_block_type(layer.ffn_gate.type) + normed_input_reads_blocks(weights, l + 1);
     }
@@ -416,8 +419,8 @@ static void decode_gated_attention(const ModelConfig& config, const DeviceWeight
     decode_input_product(b.k.data(), layer.attn_k, b, stream);
     decode_input_product(b.v.data(), layer.attn_v, b, stream);
     gated_qk_norm_rope_cache(b.q.data(), b.attn_gate.data(), cache.keys(l), cache.values(l),
-                             cache.type, b.query_gate.data(), b.k.data(),
-                             b.v.data(), layer.attn_q_norm.data(), layer.attn_k_norm.data(), heads,
+                             cache.type, b.query_gate.data(), b.k.data(), b.v.data(),
+                             layer.attn_q_norm.data(), layer.attn_k_norm.data(), heads,
                              int(config.rope_dims), config.rope_base, config.rms_eps, slots,
                              stream);
     decode_attention(b.attn.data(), b.q.data(), cache.keys(l), cache.values(l), cache.type,

@@ -126,8 +126,8 @@ struct DecodeBuffers {
 // embedding, after Wo and after down), and one before Wo where the attention cannot write its
 // input (head_dim not a multiple of 32); Wo's and down's inputs are rounded by the kernels that
 // produce them. (Step 13: Qwen3's QK-norm adds none, inside qkv_rope_cache.) Step 14: a Gated
-// DeltaNet layer takes 10 kernels before its output projection, one more where a matrix of its
-// input is F16 or F32 (the rmsnorm it reads), and the gated attention 5 (6 so) before Wo.
+// DeltaNet layer takes 10 kernels before its output projection and the gated attention 7 before
+// Wo, each one more where a matrix of its input is F16 or F32 (the rmsnorm it reads).
 int kernels_per_decode_step(const ModelConfig& config, const DeviceWeights& weights);
 
 // Launches one decode step on `stream`: it runs the token in the slots at their position,

@@ -16,6 +16,11 @@
 
 namespace gpu {
 
+// A block's threads for one head: a thread a pair, in whole warps.
+static int pair_threads(int head_dim) {
+    return std::min(1024, (head_dim / 2 + kWarpSize - 1) / kWarpSize * kWarpSize);
+}
+
 __global__ void qk_norm_rope_kernel(float* x, const float* weight, int n_heads, int head_dim,
                                     int rope_dims, int first_position, float rope_base,
                                     float eps) {
@@ -33,10 +38,8 @@ void qk_norm_partial_rope(float* x, const float* weight, int n_tokens, int n_hea
              head_dim, rope_dims);
     const int64_t n_rows = int64_t(n_tokens) * n_heads;
     if (n_rows == 0) return;
-    // A thread a pair, in whole warps.
-    const int threads = std::min(1024, (head_dim / 2 + kWarpSize - 1) / kWarpSize * kWarpSize);
-    qk_norm_rope_kernel<<<unsigned(n_rows), threads>>>(x, weight, n_heads, head_dim, rope_dims,
-                                                       first_position, base, eps);
+    qk_norm_rope_kernel<<<unsigned(n_rows), pair_threads(head_dim)>>>(
+        x, weight, n_heads, head_dim, rope_dims, first_position, base, eps);
     check_launch("qk_norm_rope_kernel");
 }
 
@@ -77,11 +80,10 @@ void gated_qk_norm_rope_cache(float* q, float* gate, void* k_cache, void* v_cach
     if (heads.head_dim % 2 != 0 || rope_dims % 2 != 0 || rope_dims > heads.head_dim)
         fail("gpu::gated_qk_norm_rope_cache needs an even head_dim and rope_dims, not %d and %d",
              heads.head_dim, rope_dims);
-    const int threads = std::min(1024, (heads.head_dim / 2 + kWarpSize - 1) / kWarpSize * kWarpSize);
     const int blocks = heads.n_heads + 2 * heads.n_kv_heads;
     with_cache_type(cache_type, [&](auto tag) {
         using Cache = typename decltype(tag)::type;
-        gated_qk_norm_rope_cache_kernel<<<blocks, threads, 0, stream>>>(
+        gated_qk_norm_rope_cache_kernel<<<blocks, pair_threads(heads.head_dim), 0, stream>>>(
             q, gate, static_cast<Cache*>(k_cache), static_cast<Cache*>(v_cache), query_gate, k, v,
             q_norm, k_norm, heads, rope_dims, rope_base, eps, slots);
     });

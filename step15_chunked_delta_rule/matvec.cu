@@ -140,31 +140,34 @@ void matvec(float* out, const float* x, const void* w, uint32_t w_type, int in_d
     });
 }
 
-// x += W in, for the decode step: matvec with the residual add in its epilogue; a block
-// matrix takes `in` rounded to 8 bits (in_q8), rounded here unless in_q8_written.
-void matvec_add(float* x, const float* in, const void* w, uint32_t w_type, int in_dim, int out_dim,
-                Q8Vector in_q8, bool in_q8_written, Stream stream) {
+// The decode step's products: out = W in, or out += W in with `accumulate`; a block matrix takes
+// `in` rounded to 8 bits (in_q8), rounded here unless in_q8_written. `op` names the caller in a
+// refusal.
+static void decode_matvec(const char* op, float* out, const float* in, const void* w,
+                          uint32_t w_type, int in_dim, int out_dim, Q8Vector in_q8,
+                          bool in_q8_written, bool accumulate, Stream stream) {
     if (out_dim == 0) return;
     const bool blocks = is_block_type(w_type);
-    with_weight_type(w_type, "matvec_add", [&](auto tag) {
+    with_weight_type(w_type, op, [&](auto tag) {
         using Weight = typename decltype(tag)::type;
         if (blocks && !in_q8_written) quantize_q8(in_q8, in, nullptr, 0.0f, in_dim, stream);
-        launch_matvec(x, in, static_cast<const Weight*>(w), in_dim, out_dim, true, stream,
+        launch_matvec(out, in, static_cast<const Weight*>(w), in_dim, out_dim, accumulate, stream,
                       blocks ? in_q8 : Q8Vector{});
     });
+}
+
+// x += W in, for the decode step: matvec with the residual add in its epilogue.
+void matvec_add(float* x, const float* in, const void* w, uint32_t w_type, int in_dim, int out_dim,
+                Q8Vector in_q8, bool in_q8_written, Stream stream) {
+    decode_matvec("matvec_add", x, in, w, w_type, in_dim, out_dim, in_q8, in_q8_written, true,
+                  stream);
 }
 
 // Step 14: out = W in for the hybrid's decode step, matvec_add without the add.
 void matvec_decode(float* out, const float* in, const void* w, uint32_t w_type, int in_dim,
                    int out_dim, Q8Vector in_q8, bool in_q8_written, Stream stream) {
-    if (out_dim == 0) return;
-    const bool blocks = is_block_type(w_type);
-    with_weight_type(w_type, "matvec_decode", [&](auto tag) {
-        using Weight = typename decltype(tag)::type;
-        if (blocks && !in_q8_written) quantize_q8(in_q8, in, nullptr, 0.0f, in_dim, stream);
-        launch_matvec(out, in, static_cast<const Weight*>(w), in_dim, out_dim, false, stream,
-                      blocks ? in_q8 : Q8Vector{});
-    });
+    decode_matvec("matvec_decode", out, in, w, w_type, in_dim, out_dim, in_q8, in_q8_written,
+                  false, stream);
 }
 
 }  // namespace gpu
