@@ -170,9 +170,10 @@ bench: ## benchmarks, not tests: tokenizer MB/s next to HF tokenizers, then step
 	    $(if $(MODEL),--model $(MODEL),$(addprefix --size ,$(SIZES))) $(BENCH_FLAGS)
 
 .PHONY: bench-kernels
-bench-kernels: ## step05 at one thread and at every core; on a GPU every operator at 1.5B sizes, step08's kernel beside step09's
+bench-kernels: ## step05 at one thread and at every core; on a GPU every operator at 1.5B sizes, step08's kernel beside step09's, and step 11's decode kernels on block matrices
 	tools/bench/bench.sh
 	tools/bench/bench_kernels.sh $(wildcard models/qwen2.5-1.5b-random-*.gguf)
+	tools/bench/bench_decode_layers.sh
 
 # The demo builds the last step itself (the fastest one), so it depends on no target here.
 demo: ## a two-turn chat with the last step on the real model (fetched when missing; else the tiny one)

@@ -89,7 +89,8 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
     const int kv_dim = n_kv_heads * head_dim;
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const float scale = 1.0f / sqrtf(float(head_dim));
-    for (int i = threadIdx.x; i < kMaxGroup * kMaxHeadDim; i += blockDim.x) {
+#pragma unroll  // every load of q issued before the first store
+    for (int i = threadIdx.x; i < kMaxGroup * kMaxHeadDim; i += kDecodeWarps * kWarpSize) {
         const int g = i / kMaxHeadDim, slot = i % kMaxHeadDim;
         const int d = slot_dim<Cache>(slot % kWarpSize, slot / kWarpSize);
         queries[g][slot] =

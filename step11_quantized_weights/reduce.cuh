@@ -30,14 +30,23 @@ __device__ inline float warp_max(float value) {
 }
 
 // A warp's 32 values, value i in lane i, as block b of an 8-bit vector: quantize_row_q8's
-// arithmetic (quant_dot.cpp), d = max |h| / 127 and q = h / d rounded to nearest even.
+// arithmetic (quant_dot.cpp), d = max |h| / 127 and q = h / d rounded to nearest even; and the
+// sums of the block's two halves of quants.
 __device__ inline void quantize_in_warp(float h, Q8Vector out, int b) {
     const int lane = threadIdx.x % kWarpSize;
     const bool finite = __all_sync(kFullWarp, isfinite(h));
     const float d = finite ? warp_max(fabsf(h)) / 127.0f : NAN;
     const float q = finite && d != 0.0f ? fminf(fmaxf(rintf(h / d), -127.0f), 127.0f) : 0.0f;
     out.q[b * kQ8BlockSize + lane] = int8_t(q);
-    if (lane == 0) out.d[b] = d;
+    // The sums of the two halves, each over its 16 lanes, packed as q8_vector.h says.
+    int half_sum = int(q);
+    for (int offset = kWarpSize / 4; offset > 0; offset /= 2)
+        half_sum += __shfl_xor_sync(kFullWarp, half_sum, offset);
+    const int high_sum = __shfl_sync(kFullWarp, half_sum, kWarpSize / 2);
+    if (lane == 0) {
+        out.d[b] = d;
+        out.sums[b] = half_sum + high_sum * 65536;  // low + 65536 high, low in -2032 .. 2032
+    }
 }
 
 // Whether this block is the last of `n_blocks` to get here, in every thread of the block

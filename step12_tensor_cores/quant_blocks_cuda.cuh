@@ -20,13 +20,15 @@
 // only 2-byte aligned, and the file's layout is kept as it is.
 //
 // Decoding multiplies each row with 8-bit activations instead (the CPU's BlockQ8 values, held
-// as a Q8Vector: the quants in one array, the scales in another). There a lane takes a *slice*
-// of 32 weights: a whole Q8_0 or Q5_0 block, or an eighth of a Q4_K or Q6_K block, loaded with
-// 4- and 16-byte loads, its scales decoded once, and multiplied with the 32 activations beneath
-// it by dp4a (4 products of bytes and their sum, in one instruction), 8 of them a slice:
-//   load_slice(row, s)       the bytes slice s needs
-//   dot_slice(slice, s, x)   sum of w * x over its 32 weights, the integer sums exact
-// Consecutive lanes take consecutive slices, so a warp's loads cover consecutive bytes of the row.
+// as a Q8Vector: the quants, the scales and the sums in three arrays). There a lane takes a
+// *chunk* of 32 or 64 weights: a whole Q8_0 or Q5_0 block, or a quarter of a Q4_K or Q6_K block,
+// loaded with 16-byte loads where the layout allows, its scales decoded once, and multiplied
+// with the activations beneath it by dp4a (4 products of bytes and their sum, in one
+// instruction):
+//   load_chunk(row, c)             the bytes chunk c needs
+//   load_x_chunk(x, c, row)        the activations beneath it, shared by rows of the same type
+//   dot_chunk(chunk, c, x_chunk)   sum of w * x over its weights, the integer sums exact
+// Consecutive lanes take consecutive chunks, so a warp's loads cover consecutive bytes of the row.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -235,17 +237,27 @@ __device__ inline float weight_at(const BlockQ6_K* row, int i) {
     return pick(w, e % 8);
 }
 
-// ==== Slices: a block row times 8-bit activations (decoding) ====
+// ==== Chunks: a block row times 8-bit activations (decoding) ====
+//
+// A lane takes a chunk of a row: a whole Q8_0 or Q5_0 block (32 weights), or a quarter of a
+// Q4_K or Q6_K block (64 weights). The activations beneath it (an XChunk: their quants, the
+// scales and the half sums of their 8-bit blocks) are loaded once for every row the lane reads
+// at those columns. A chunk's weights are unsigned integers of 4 to 8 bits before their offset
+// (Q5_0's -16, Q6_K's -32) and min: sum (q - o) x = sum q x - o sum x, so the offsets and mins
+// come out of the activations' stored sums, not out of a subtraction per weight.
 
-// Slices a block holds; every slice is 32 weights, the activations of one 8-bit block.
 template <typename Block>
-constexpr int kSlicesPerBlock = 1;
+constexpr int kChunkWeights = 32;  // Q8_0, Q5_0: a block
 template <>
-constexpr int kSlicesPerBlock<BlockQ4_K> = Q4_K::kWeights / kQ8BlockSize;
+constexpr int kChunkWeights<BlockQ4_K> = 64;  // a pair of sub-blocks
 template <>
-constexpr int kSlicesPerBlock<BlockQ6_K> = Q6_K::kWeights / kQ8BlockSize;
+constexpr int kChunkWeights<BlockQ6_K> = 64;  // 16 weights of each quarter of a half
 static_assert(Q8_0::kWeights == kQ8BlockSize && Q5_0::kWeights == kQ8BlockSize,
-              "a Q8_0 or Q5_0 block is one slice");
+              "a Q8_0 or Q5_0 block is one block of activations");
+
+// The 16-bit halves of a block's packed sums (q8_vector.h): low, the first 16 quants', and high.
+__device__ inline int low_half(int sums) { return int16_t(sums & 0xFFFF); }
+__device__ inline int high_half(int sums) { return (sums - low_half(sums)) >> 16; }
 
 // The kBytes bytes at p, an address that is only 2-byte aligned, as words: v[i] holds bytes
 // 4i .. 4i + 3. The loads are of aligned words (the last one of 2 bytes when only its first
@@ -269,7 +281,6 @@ __device__ inline void load_unaligned(const uint8_t* p, uint32_t (&v)[(kBytes + 
     for (int i = 0; i < kWords; i++) v[i] = __funnelshift_r(w[i], w[i + 1], 8 * shift);
 }
 
-// The 32 activations beneath slice s, as 8 words of 4 int8, and their scale.
 __device__ inline int4 load_quants_16(const int8_t* q) {
     return __ldg(reinterpret_cast<const int4*>(q));
 }
@@ -277,135 +288,197 @@ __device__ inline int4 load_quants_16(const int8_t* q) {
 __device__ inline int dot_16(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, int4 x) {
     return __dp4a(int(w0), x.x, __dp4a(int(w1), x.y, __dp4a(int(w2), x.z, __dp4a(int(w3), x.w, 0))));
 }
-__device__ inline int sum_16(int4 x) { return dot_16(0x01010101, 0x01010101, 0x01010101, 0x01010101, x); }
-// Fifth bits 0-3 of `bits` moved to bit 4 of bytes 0-3.
-__device__ inline uint32_t spread_4_bits(uint32_t bits) {
-    return ((bits & 1) << 4) | ((bits & 2) << 11) | ((bits & 4) << 18) | ((bits & 8) << 25);
+__device__ inline int dot_16(uint4 w, int4 x) { return dot_16(w.x, w.y, w.z, w.w, x); }
+__device__ inline uint4 low_nibbles(uint4 q) {
+    return make_uint4(q.x & 0x0F0F0F0F, q.y & 0x0F0F0F0F, q.z & 0x0F0F0F0F, q.w & 0x0F0F0F0F);
+}
+__device__ inline uint4 high_nibbles(uint4 q) {
+    return make_uint4((q.x >> 4) & 0x0F0F0F0F, (q.y >> 4) & 0x0F0F0F0F, (q.z >> 4) & 0x0F0F0F0F,
+                      (q.w >> 4) & 0x0F0F0F0F);
 }
 
-// ---- Q8_0: slice s is block s ----
+// The activations of one block of 32 (Q8_0, Q5_0): chunk c's.
+struct XBlock {
+    int4 q[2];
+    float d;
+    int sum;
+};
+__device__ inline XBlock load_x_block(Q8Vector x, int c) {
+    return XBlock{{load_quants_16(x.q + 32 * c), load_quants_16(x.q + 32 * c + 16)},
+                  __ldg(x.d + c), __ldg(x.sums + c)};
+}
 
-struct SliceQ8_0 {
+// ---- Q8_0: chunk c is block c ----
+
+struct ChunkQ8_0 {
     uint32_t v[9];  // the block's 34 bytes: f16 d, then 32 int8 q
 };
-__device__ inline SliceQ8_0 load_slice(const BlockQ8_0* row, int s) {
-    SliceQ8_0 slice;
-    load_unaligned<Q8_0::kBytes>(row[s].bytes, slice.v);
-    return slice;
+__device__ inline ChunkQ8_0 load_chunk(const BlockQ8_0* row, int c) {
+    ChunkQ8_0 chunk;
+    load_unaligned<Q8_0::kBytes>(row[c].bytes, chunk.v);
+    return chunk;
 }
-__device__ inline float dot_slice(const SliceQ8_0& slice, int s, Q8Vector x) {
+__device__ inline XBlock load_x_chunk(Q8Vector x, int c, const BlockQ8_0*) {
+    return load_x_block(x, c);
+}
+__device__ inline float dot_chunk(const ChunkQ8_0& chunk, int, const XBlock& x) {
     static_assert(Q8_0::kOffsetD == 0 && Q8_0::kOffsetQs == 2, "d, then the quants");
     uint32_t q[8];  // quants 4m .. 4m + 3 in q[m]
-    for (int m = 0; m < 8; m++) q[m] = __funnelshift_r(slice.v[m], slice.v[m + 1], 16);
-    const int4 x0 = load_quants_16(x.q + 32 * s), x1 = load_quants_16(x.q + 32 * s + 16);
-    const int sum = dot_16(q[0], q[1], q[2], q[3], x0) + dot_16(q[4], q[5], q[6], q[7], x1);
-    return half_bits_to_float(slice.v[0]) * __ldg(x.d + s) * float(sum);
+    for (int m = 0; m < 8; m++) q[m] = __funnelshift_r(chunk.v[m], chunk.v[m + 1], 16);
+    const int sum = dot_16(q[0], q[1], q[2], q[3], x.q[0]) + dot_16(q[4], q[5], q[6], q[7], x.q[1]);
+    return half_bits_to_float(chunk.v[0]) * x.d * float(sum);
 }
 
-// ---- Q5_0: slice s is block s ----
+// ---- Q5_0: chunk c is block c ----
 
-struct SliceQ5_0 {
+struct ChunkQ5_0 {
     uint32_t v[6];  // the block's 22 bytes: f16 d, 4 bytes of fifth bits, 16 bytes of nibbles
 };
-__device__ inline SliceQ5_0 load_slice(const BlockQ5_0* row, int s) {
-    SliceQ5_0 slice;
-    load_unaligned<Q5_0::kBytes>(row[s].bytes, slice.v);
-    return slice;
+__device__ inline ChunkQ5_0 load_chunk(const BlockQ5_0* row, int c) {
+    ChunkQ5_0 chunk;
+    load_unaligned<Q5_0::kBytes>(row[c].bytes, chunk.v);
+    return chunk;
 }
-__device__ inline float dot_slice(const SliceQ5_0& slice, int s, Q8Vector x) {
+__device__ inline XBlock load_x_chunk(Q8Vector x, int c, const BlockQ5_0*) {
+    return load_x_block(x, c);
+}
+// Bits 0-3 of `bits` moved to bit 4 of bytes 0-3: the multiply puts bit i at bit 8i (the
+// four shifted copies of the bits never overlap, so no carries).
+__device__ inline uint32_t spread_4_bits(uint32_t bits) {
+    return (((bits & 0xF) * 0x00204081u) & 0x01010101u) << 4;
+}
+__device__ inline float dot_chunk(const ChunkQ5_0& chunk, int, const XBlock& x) {
     static_assert(Q5_0::kOffsetD == 0 && Q5_0::kOffsetQh == 2 && Q5_0::kOffsetQs == 6,
                   "d, the fifth bits, then the nibbles");
-    const uint32_t qh = __funnelshift_r(slice.v[0], slice.v[1], 16);
-    uint32_t low[4], high[4];  // weights 4m .. 4m + 3 and 16 + 4m .. 16 + 4m + 3, minus 16
+    const uint32_t qh = __funnelshift_r(chunk.v[0], chunk.v[1], 16);
+    uint32_t low[4], high[4];  // weights 4m .. 4m + 3 and 16 + 4m .. 16 + 4m + 3, as 0 .. 31
     for (int m = 0; m < 4; m++) {
-        const uint32_t qs = __funnelshift_r(slice.v[1 + m], slice.v[2 + m], 16);
-        low[m] = __vsub4((qs & 0x0F0F0F0F) | spread_4_bits(qh >> (4 * m)), 0x10101010);
-        high[m] = __vsub4(((qs >> 4) & 0x0F0F0F0F) | spread_4_bits(qh >> (16 + 4 * m)), 0x10101010);
+        const uint32_t qs = __funnelshift_r(chunk.v[1 + m], chunk.v[2 + m], 16);
+        low[m] = (qs & 0x0F0F0F0F) | spread_4_bits(qh >> (4 * m));
+        high[m] = ((qs >> 4) & 0x0F0F0F0F) | spread_4_bits(qh >> (16 + 4 * m));
     }
-    const int4 x0 = load_quants_16(x.q + 32 * s), x1 = load_quants_16(x.q + 32 * s + 16);
-    const int sum = dot_16(low[0], low[1], low[2], low[3], x0) +
-                    dot_16(high[0], high[1], high[2], high[3], x1);
-    return half_bits_to_float(slice.v[0]) * __ldg(x.d + s) * float(sum);
+    const int sum = dot_16(low[0], low[1], low[2], low[3], x.q[0]) +
+                    dot_16(high[0], high[1], high[2], high[3], x.q[1]);
+    const int x_sum = low_half(x.sum) + high_half(x.sum);
+    return half_bits_to_float(chunk.v[0]) * x.d * float(sum - 16 * x_sum);
 }
 
-// ---- Q4_K: slice t of a block is its qs bytes 16t .. 16t + 15 ----
-// Those bytes belong to the sub-block pair t / 2: their low nibbles are weights 16 (t % 2) ..
-// + 15 of sub-block a = 2 (t / 2), their high nibbles the same weights of sub-block a + 1.
+// ---- Q4_K: chunk c of a row is sub-blocks 2j and 2j + 1 of block c / 4, j = c % 4 ----
+// Their 32 bytes of qs hold sub-block 2j's weights in the low nibbles, 2j + 1's in the high.
 
-struct SliceQ4_K {
-    uint4 qs;                            // 16 bytes of nibbles
-    uint32_t d_dmin;                     // f16 d, f16 dmin
-    uint32_t scales[3];                  // the 12 bytes of 6-bit scales and mins
+struct ChunkQ4_K {
+    uint4 head;   // f16 d, f16 dmin, then the 12 bytes of 6-bit scales and mins as 3 words
+    uint4 qs[2];  // the pair's 32 bytes of nibbles
 };
-static_assert(Q4_K::kBytes % 16 == 0 && Q4_K::kOffsetQs % 16 == 0, "16-byte loads of qs");
-__device__ inline SliceQ4_K load_slice(const BlockQ4_K* row, int s) {
-    const uint8_t* block = row[s / 8].bytes;
-    const uint8_t* scales = block + Q4_K::kOffsetScales;
-    return SliceQ4_K{__ldg(reinterpret_cast<const uint4*>(block + Q4_K::kOffsetQs + 16 * (s % 8))),
-                     load_u32(block + Q4_K::kOffsetD),
-                     {load_u32(scales), load_u32(scales + 4), load_u32(scales + 8)}};
+static_assert(Q4_K::kOffsetD == 0 && Q4_K::kOffsetDmin == 2 && Q4_K::kOffsetScales == 4 &&
+                  Q4_K::kOffsetQs == 16 && Q4_K::kBytes % 16 == 0,
+              "a block's first 16 bytes are its scales, then 16-byte aligned nibbles");
+__device__ inline ChunkQ4_K load_chunk(const BlockQ4_K* row, int c) {
+    const uint8_t* block = row[c / 4].bytes;
+    const uint4* qs = reinterpret_cast<const uint4*>(block + Q4_K::kOffsetQs + 32 * (c % 4));
+    return ChunkQ4_K{__ldg(reinterpret_cast<const uint4*>(block)), {__ldg(qs), __ldg(qs + 1)}};
 }
-__device__ inline float dot_slice(const SliceQ4_K& slice, int s, Q8Vector x) {
-    const int t = s % 8, a = 2 * (t / 2);  // the slice in its block, its first sub-block
-    int scale_a, min_a, scale_b, min_b;
-    scale_min(slice.scales, a, scale_a, min_a);
-    scale_min(slice.scales, a + 1, scale_b, min_b);
-    // The activations of weights 16 (t % 2) .. + 15 of sub-blocks a and a + 1.
-    const int first = 256 * (s / 8) + 32 * a + 16 * (t % 2);
-    const int4 xa = load_quants_16(x.q + first), xb = load_quants_16(x.q + first + 32);
-    const uint4 q = slice.qs;
-    const int sum_a = dot_16(q.x & 0x0F0F0F0F, q.y & 0x0F0F0F0F, q.z & 0x0F0F0F0F,
-                             q.w & 0x0F0F0F0F, xa);
-    const int sum_b = dot_16((q.x >> 4) & 0x0F0F0F0F, (q.y >> 4) & 0x0F0F0F0F,
-                             (q.z >> 4) & 0x0F0F0F0F, (q.w >> 4) & 0x0F0F0F0F, xb);
-    const float da = __ldg(x.d + first / 32), db = __ldg(x.d + first / 32 + 1);
-    const float d = half_bits_to_float(slice.d_dmin), dmin = half_bits_to_float(slice.d_dmin >> 16);
+// 64 activations: blocks 2c and 2c + 1.
+struct XChunk64 {
+    int4 q[4];
+    float d[2];
+    int sums[2];
+};
+__device__ inline XChunk64 load_x_chunk(Q8Vector x, int c, const BlockQ4_K*) {
+    const int8_t* q = x.q + 64 * c;
+    const float2 d = __ldg(reinterpret_cast<const float2*>(x.d + 2 * c));
+    const int2 sums = __ldg(reinterpret_cast<const int2*>(x.sums + 2 * c));
+    return XChunk64{{load_quants_16(q), load_quants_16(q + 16), load_quants_16(q + 32),
+                     load_quants_16(q + 48)},
+                    {d.x, d.y},
+                    {sums.x, sums.y}};
+}
+// The 6-bit scales (sc) and mins (mn) of sub-blocks 2j and 2j + 1, two bytes each: 2j's in
+// the low byte. dequantize.cpp's unpack_k_scale_min, for two neighbouring sub-blocks at once.
+__device__ inline void pair_scales_mins(uint4 head, int j, uint32_t& sc, uint32_t& mn) {
+    const int shift = 16 * (j % 2);
+    const uint32_t low = head.y >> shift, high = head.z >> shift;  // bytes 2j % 4 .. of 0-3, 4-7
+    if (j < 2) {
+        sc = low & 0x3F3F, mn = high & 0x3F3F;
+    } else {  // 4 bits from bytes 8-11, the top 2 from the top bits of bytes 0-7
+        const uint32_t extra = head.w >> shift;
+        sc = (extra & 0x0F0F) | ((low >> 2) & 0x3030);
+        mn = ((extra >> 4) & 0x0F0F) | ((high >> 2) & 0x3030);
+    }
+}
+__device__ inline float dot_chunk(const ChunkQ4_K& chunk, int c, const XChunk64& x) {
+    uint32_t sc, mn;
+    pair_scales_mins(chunk.head, c % 4, sc, mn);
+    const int dot_a = dot_16(low_nibbles(chunk.qs[0]), x.q[0]) + dot_16(low_nibbles(chunk.qs[1]), x.q[1]);
+    const int dot_b = dot_16(high_nibbles(chunk.qs[0]), x.q[2]) + dot_16(high_nibbles(chunk.qs[1]), x.q[3]);
+    const int sum_a = low_half(x.sums[0]) + high_half(x.sums[0]);
+    const int sum_b = low_half(x.sums[1]) + high_half(x.sums[1]);
+    const float d = half_bits_to_float(chunk.head.x), dmin = half_bits_to_float(chunk.head.x >> 16);
     // w = d scale q - dmin min, so sum w x = x_d (d scale sum(q xq) - dmin min sum(xq))
-    return d * (da * float(scale_a * sum_a) + db * float(scale_b * sum_b)) -
-           dmin * (da * float(min_a * sum_16(xa)) + db * float(min_b * sum_16(xb)));
+    return d * (x.d[0] * float(int(sc & 0xFF) * dot_a) + x.d[1] * float(int(sc >> 8) * dot_b)) -
+           dmin * (x.d[0] * float(int(mn & 0xFF) * sum_a) + x.d[1] * float(int(mn >> 8) * sum_b));
 }
 
-// ---- Q6_K: slice t of a block is 8 weights l0 .. l0 + 7 of each quarter of one half ----
-// half h = t / 4, l0 = 8 (t % 4): weight 128 h + 32 quarter + l takes the low (quarters 0, 1) or
-// high (2, 3) nibble of ql[64 h + 32 (quarter % 2) + l], bits 2 quarter of qh[32 h + l], and the
-// scale 8 h + l / 16 + 2 quarter (dequantize.cpp's layout).
+// ---- Q6_K: chunk c of a row: weights l0 .. l0 + 15 of each quarter of half h ----
+// of block c / 4, with h = (c % 4) / 2 and l0 = 16 (c % 2). Weight 128 h + 32 quarter + l takes
+// the low (quarters 0, 1) or high (2, 3) nibble of ql[64 h + 32 (quarter % 2) + l], bits
+// 2 quarter of qh[32 h + l], and the scale 8 h + l / 16 + 2 quarter (dequantize.cpp's layout).
+// A quarter's 16 weights are the first or second half of one block of activations.
 
-struct SliceQ6_K {
-    uint32_t ql_a[2], ql_b[2], qh[2];  // 8 bytes each: ql at 32 (quarter % 2) = 0, 32; qh
+struct ChunkQ6_K {
+    uint32_t ql_a[4], ql_b[4], qh[4];  // 16 bytes each: ql of quarters 0 and 2, of 1 and 3; qh
     uint32_t scales[2];                // the half's 8 int8 scales
     uint32_t d;                        // f16 bits
 };
-__device__ inline SliceQ6_K load_slice(const BlockQ6_K* row, int s) {
-    const uint8_t* block = row[s / 8].bytes;
-    const int t = s % 8, h = t / 4, l0 = 8 * (t % 4);
-    SliceQ6_K slice;
-    load_unaligned<8>(block + Q6_K::kOffsetQl + 64 * h + l0, slice.ql_a);
-    load_unaligned<8>(block + Q6_K::kOffsetQl + 64 * h + 32 + l0, slice.ql_b);
-    load_unaligned<8>(block + Q6_K::kOffsetQh + 32 * h + l0, slice.qh);
-    load_unaligned<8>(block + Q6_K::kOffsetScales + 8 * h, slice.scales);
-    slice.d = load_u16(block + Q6_K::kOffsetD);
-    return slice;
+__device__ inline ChunkQ6_K load_chunk(const BlockQ6_K* row, int c) {
+    const uint8_t* block = row[c / 4].bytes;
+    const int h = (c % 4) / 2, l0 = 16 * (c % 2);
+    ChunkQ6_K chunk;
+    load_unaligned<16>(block + Q6_K::kOffsetQl + 64 * h + l0, chunk.ql_a);
+    load_unaligned<16>(block + Q6_K::kOffsetQl + 64 * h + 32 + l0, chunk.ql_b);
+    load_unaligned<16>(block + Q6_K::kOffsetQh + 32 * h + l0, chunk.qh);
+    load_unaligned<8>(block + Q6_K::kOffsetScales + 8 * h, chunk.scales);
+    chunk.d = load_u16(block + Q6_K::kOffsetD);
+    return chunk;
 }
-__device__ inline float dot_slice(const SliceQ6_K& slice, int s, Q8Vector x) {
-    const int t = s % 8, h = t / 4, l0 = 8 * (t % 4);
-    const int first = 256 * (s / 8) + 128 * h + l0;  // the activation of quarter 0's first weight
+// The four runs of 16 activations beneath the chunk, one per quarter, with their blocks'
+// scales and the half sums of those runs.
+struct XQuarters {
+    int4 q[4];
+    float4 d;
+    int sums[4];
+};
+__device__ inline XQuarters load_x_chunk(Q8Vector x, int c, const BlockQ6_K*) {
+    const int first_block = 8 * (c / 4) + 4 * ((c % 4) / 2), l0 = 16 * (c % 2);
+    const int8_t* q = x.q + 32 * first_block + l0;
+    const int4 sums = __ldg(reinterpret_cast<const int4*>(x.sums + first_block));
+    const bool high = c % 2;
+    return XQuarters{{load_quants_16(q), load_quants_16(q + 32), load_quants_16(q + 64),
+                      load_quants_16(q + 96)},
+                     __ldg(reinterpret_cast<const float4*>(x.d + first_block)),
+                     {high ? high_half(sums.x) : low_half(sums.x),
+                      high ? high_half(sums.y) : low_half(sums.y),
+                      high ? high_half(sums.z) : low_half(sums.z),
+                      high ? high_half(sums.w) : low_half(sums.w)}};
+}
+__device__ inline float dot_chunk(const ChunkQ6_K& chunk, int c, const XQuarters& x) {
+    const float x_d[4] = {x.d.x, x.d.y, x.d.z, x.d.w};
     float sum = 0.0f;
 #pragma unroll
     for (int quarter = 0; quarter < 4; quarter++) {
         const int low_shift = quarter >= 2 ? 4 : 0, high_shift = 2 * quarter;
-        const uint32_t* ql = quarter % 2 ? slice.ql_b : slice.ql_a;
-        uint32_t q[2];  // q - 32 of 4 weights each, as signed bytes
-        for (int m = 0; m < 2; m++)
-            q[m] = __vsub4(((ql[m] >> low_shift) & 0x0F0F0F0F) |
-                               (((slice.qh[m] >> high_shift) & 0x03030303) << 4),
-                           0x20202020);
-        const int2 xq = __ldg(reinterpret_cast<const int2*>(x.q + first + 32 * quarter));
-        const int dot = __dp4a(int(q[0]), xq.x, __dp4a(int(q[1]), xq.y, 0));
-        const int scale_index = l0 / 16 + 2 * quarter;  // the half's scale bytes 0 .. 7
-        const int scale = int8_t(slice.scales[scale_index / 4] >> (8 * (scale_index % 4)));
-        sum += __ldg(x.d + first / 32 + quarter) * float(scale * dot);
+        uint32_t q[4];  // the quarter's 16 six-bit values, 0 .. 63
+#pragma unroll
+        for (int m = 0; m < 4; m++) {
+            const uint32_t ql = quarter % 2 ? chunk.ql_b[m] : chunk.ql_a[m];
+            q[m] = ((ql >> low_shift) & 0x0F0F0F0F) | (((chunk.qh[m] >> high_shift) & 0x03030303) << 4);
+        }
+        const int dot = dot_16(q[0], q[1], q[2], q[3], x.q[quarter]) - 32 * x.sums[quarter];
+        // The half's scale byte c % 2 + 2 quarter: word quarter / 2 of the two.
+        const int scale = int8_t(chunk.scales[quarter / 2] >> (8 * (c % 2 + 2 * (quarter % 2))));
+        sum += x_d[quarter] * float(scale * dot);
     }
-    return half_bits_to_float(slice.d) * sum;
+    return half_bits_to_float(chunk.d) * sum;
 }
 
 }  // namespace gpu

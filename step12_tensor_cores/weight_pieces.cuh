@@ -140,41 +140,44 @@ constexpr int kBlockBatch = 4;
 template <typename Weight>
 constexpr int kLoadBatchOf = kBlockWeights<Weight> == 1 ? kLoadBatch : kBlockBatch;
 
-// ---- block rows times 8-bit activations, a slice of 32 weights a lane ----
+// ---- block rows times 8-bit activations, a chunk of 32 or 64 weights a lane ----
 
-// Slices a lane loads before it multiplies the first, over all the rows it reads at once:
-// enough bytes in flight per lane for the memory's latency, within the registers that keep a
-// multiprocessor's warps resident.
-constexpr int kSliceBatch = 4;
+// Chunks a lane loads before it multiplies the first, over all the rows it reads at once:
+// enough bytes in flight for the memory's latency, within the registers that keep a
+// multiprocessor's warps resident (a Q6_K chunk holds 15 registers, a Q4_K one 12).
+template <typename Block>
+constexpr int kChunkBatch = kChunkWeights<Block> == 64 ? 3 : 4;
 
 // Each lane's share of the dot products of kRows block rows (row[r], `dim` weights each) with
-// x_q8: the slices first, first + stride, ... of every row, their loads interleaved so that
-// all of them are in flight at once. The caller adds the lanes' shares (warp_sum). x_q8 is an
-// earlier kernel's: the first batch waits for that kernel with its weight loads in flight
-// (dependent_launch.cuh); the caller waits too, for the lanes with no slice.
+// x_q8: the chunks first, first + stride, ... of every row, their loads interleaved so that
+// all of them are in flight at once, and the activations beneath a chunk loaded once for all
+// the rows. The caller adds the lanes' shares (warp_sum). x_q8 is an earlier kernel's: the
+// first batch waits for that kernel with its weight loads in flight (dependent_launch.cuh);
+// the caller waits too, for the lanes with no chunk.
 template <typename Block, int kRows>
 __device__ void dot_rows_q8(const Block* const (&row)[kRows], Q8Vector x_q8, int dim, int first,
                             int stride, float (&sums)[kRows]) {
-    static_assert(kIsBlockType<Block>, "slices are a block type's");
-    constexpr int kBatch = kSliceBatch / kRows;  // each row's slices in flight
-    static_assert(kBatch >= 1, "every row has a slice in flight");
-    const int n_slices = dim / kQ8BlockSize;
+    static_assert(kIsBlockType<Block>, "chunks are a block type's");
+    constexpr int kBatch = kChunkBatch<Block> / kRows > 0 ? kChunkBatch<Block> / kRows : 1;
+    const int n_chunks = dim / kChunkWeights<Block>;
     for (int r = 0; r < kRows; r++) sums[r] = 0.0f;
-    for (int s0 = first; s0 < n_slices; s0 += kBatch * stride) {
-        decltype(load_slice(row[0], 0)) batch[kRows][kBatch];
+    for (int c0 = first; c0 < n_chunks; c0 += kBatch * stride) {
+        decltype(load_chunk(row[0], 0)) batch[kRows][kBatch];
 #pragma unroll
         for (int j = 0; j < kBatch; j++)
 #pragma unroll
             for (int r = 0; r < kRows; r++)
-                if (s0 + j * stride < n_slices) batch[r][j] = load_slice(row[r], s0 + j * stride);
+                if (c0 + j * stride < n_chunks) batch[r][j] = load_chunk(row[r], c0 + j * stride);
         wait_for_previous_kernel();
         allow_next_kernel();
 #pragma unroll
-        for (int j = 0; j < kBatch; j++)
+        for (int j = 0; j < kBatch; j++) {
+            const int c = c0 + j * stride;
+            if (c >= n_chunks) continue;
+            const auto x = load_x_chunk(x_q8, c, row[0]);
 #pragma unroll
-            for (int r = 0; r < kRows; r++)
-                if (s0 + j * stride < n_slices)
-                    sums[r] += dot_slice(batch[r][j], s0 + j * stride, x_q8);
+            for (int r = 0; r < kRows; r++) sums[r] += dot_chunk(batch[r][j], c, x);
+        }
     }
 }
 

@@ -1059,7 +1059,8 @@ TEST_CASE("quantize_q8 writes the CPU's 8-bit blocks bit for bit, after rmsnorm 
             gpu::quantize_q8(out.view(), device_x.data(), with_norm ? device_norm.data() : nullptr,
                              1e-6f, n, nullptr);
             // The same float operations in the same order (the sum of squares aside, which is
-            // in double on both sides): the same bytes.
+            // in double on both sides): the same bytes, and the stored half sums right (a wrong
+            // one makes download()'s block sum INT32_MIN).
             const std::vector<BlockQ8> blocks = out.download(n);
             CHECK(std::memcmp(blocks.data(), expected.data(), expected.size() * sizeof(BlockQ8)) ==
                   0);

@@ -92,7 +92,8 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
     const int kv_dim = n_kv_heads * head_dim;
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const float scale = 1.0f / sqrtf(float(head_dim));
-    for (int i = threadIdx.x; i < kMaxGroup * kDims; i += blockDim.x) {
+#pragma unroll  // every load of q issued before the first store
+    for (int i = threadIdx.x; i < kMaxGroup * kDims; i += kDecodeWarps * kWarpSize) {
         const int g = i / kDims, slot = i % kDims;
         const int d = slot_dim<Cache, kSlots>(slot % kWarpSize, slot / kWarpSize);
         queries[g][slot] =

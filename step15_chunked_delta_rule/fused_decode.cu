@@ -61,7 +61,7 @@ __device__ float dot_piece_normed(const Piece& piece, int p, const float* x, con
 // The warp's dot products of two rows of W with x * g, in every lane: the rows' loads are
 // interleaved, so each lane has both rows' pieces in flight at once.
 // For a block type, x_q8 holds rmsnorm(x) rounded to 8 bits already (the CPU's values), and the
-// rows are multiplied with it a slice a lane (dot_rows_q8): the sums need no 1 / rms.
+// rows are multiplied with it a chunk a lane (dot_rows_q8): the sums need no 1 / rms.
 template <typename Weight>
 __device__ float2 normed_dot_2rows(const Weight* row_a, const Weight* row_b, const float* x,
                                    const float* g, int dim, bool vectorized, Q8Vector x_q8) {

@@ -54,7 +54,7 @@ __device__ float dot_piece(const Piece& piece, int p, const float* x, const Weig
 
 // warps_per_row is 1 (4 rows a block) or kMatvecWarps (1 row a block). With `accumulate` the
 // result is added to out. With x_q8.q (block types only) the row is multiplied with x's 8-bit
-// values, a slice of 32 weights a lane, not with x.
+// values, a chunk of 32 or 64 weights a lane, not with x.
 template <typename Weight>
 __global__ void matvec_kernel(float* out, const float* x, const Weight* w, int in_dim, int out_dim,
                               int warps_per_row, bool vectorized, bool accumulate, Q8Vector x_q8) {

@@ -13,19 +13,7 @@
 # CUDA_ARCHS (default: native, the GPU of this machine) sets what nvcc builds for.
 set -eu
 cd "$(dirname "$0")/../.."
-nvcc=${NVCC:-${CUDA_HOME:-/usr/local/cuda}/bin/nvcc}
-if ! command -v "$nvcc" >/dev/null; then
-    echo "bench_kernels: skipped, $nvcc not found (it needs the CUDA toolkit and a GPU)"
-    exit 0
-fi
-if ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "bench_kernels: skipped, no GPU here (nvidia-smi lists none)"
-    exit 0
-fi
-archs=""
-for arch in ${CUDA_ARCHS:-native}; do
-    if [ "$arch" = native ]; then archs+=" -arch=native"; else archs+=" -gencode arch=compute_$arch,code=sm_$arch"; fi
-done
+source tools/bench/gpu_bench_setup.sh bench_kernels
 mkdir -p build/bench
 tables=() names=()
 for step in ${BENCH_STEPS:-step08_sampling step09_coalesced_kernels}; do
