@@ -4,6 +4,7 @@
 // QKV kernel in the decode step, so a Qwen3 step has as many kernels as a Qwen2 one.
 // Step 14: a layer mixes the positions by its kind, in sublayer functions as on the CPU: qwen35's
 // gated attention (partial RoPE inside qk_norm_partial_rope) or its Gated DeltaNet.
+// Step 15: a prompt's Gated DeltaNet runs its delta rule in chunks (chunked_delta_rule.cu).
 #include "forward_cuda.h"
 
 #include <algorithm>
@@ -167,8 +168,16 @@ static void delta_net_sublayer(const ModelConfig& config, const DeviceWeights& w
     l2_normalize_rows(s.k_heads.data(), n * hk, dk, kL2NormEps, 1.0f);
     delta_net_gates(s.beta.data(), s.decay.data(), s.beta_in.data(), s.alpha_in.data(),
                     layer.ssm_a.data(), layer.ssm_dt_bias.data(), n, hv);
-    gated_delta_rule(s.recurrent.data(), cache.delta_state(l), s.q_heads.data(), s.k_heads.data(),
-                     s.v_heads.data(), s.decay.data(), s.beta.data(), n, hk, hv, dk, dv);
+    // Step 15: more than one token in chunks on the tensor cores, as on the CPU
+    // (test_chunked_delta_rule_cuda.cpp); a GPU without mma.sync (Turing) keeps the recurrence.
+    if (n > 1 && gpu_has_tensor_core_mma())
+        chunked_gated_delta_rule(s.recurrent.data(), cache.delta_state(l), s.q_heads.data(),
+                                 s.k_heads.data(), s.v_heads.data(), s.decay.data(), s.beta.data(),
+                                 n, hk, hv, dk, dv);
+    else
+        gated_delta_rule(s.recurrent.data(), cache.delta_state(l), s.q_heads.data(),
+                         s.k_heads.data(), s.v_heads.data(), s.decay.data(), s.beta.data(), n, hk,
+                         hv, dk, dv);
     gated_rmsnorm(s.recurrent.data(), s.recurrent.data(), s.z.data(), layer.ssm_norm.data(),
                   n * hv, dv, config.rms_eps);
     linear(s.delta.data(), s.recurrent.data(), layer.ssm_out, n);

@@ -93,6 +93,10 @@ void gated_delta_rule(float*, float*, const float*, const float*, const float*, 
                       const float*, int, int, int, int, int, Stream) {
     no_gpu_code();
 }
+void chunked_gated_delta_rule(float*, float*, const float*, const float*, const float*,
+                              const float*, const float*, int, int, int, int, int, Stream) {
+    no_gpu_code();
+}
 void gated_rmsnorm(float*, const float*, const float*, const float*, int, int, float, Stream) {
     no_gpu_code();
 }

@@ -9,7 +9,8 @@
 // (decode_attention.cu, prompt_attention.cu); the element-wise operators are in
 // elementwise.cu. The declarations are step 6's, so forward_cuda.cpp runs them unchanged.
 // Step 14 adds Qwen3.5's: partial RoPE and the attention's sigmoid gate (elementwise.cu), and
-// the Gated DeltaNet's operators (gated_delta_net.cu).
+// the Gated DeltaNet's operators (gated_delta_net.cu); step 15 the delta rule in chunks
+// (chunked_delta_rule.cu).
 // Launches are asynchronous; a function returns before its kernel has finished, and a later
 // copy to the host waits for it.
 //
@@ -127,6 +128,18 @@ void delta_net_gates(float* beta, float* g, const float* b, const float* a, cons
 void gated_delta_rule(float* out, float* state, const float* q, const float* k, const float* v,
                       const float* g, const float* beta, int n_tokens, int n_key_heads,
                       int n_value_heads, int dk, int dv, Stream stream = nullptr);
+
+// Step 15: gated_delta_rule chunk by chunk, ops_cpu.h's chunked_gated_delta_rule with its
+// chunks of kDeltaChunkSize (chunked_delta_rule.cu): every chunk's own matrices at once, then
+// the state through the chunks, the products on the tensor cores (compute capability 8.0 and
+// later) in the split F16 form that keeps fp32's precision within a factor of 12. dk and dv
+// up to 128; other sizes fail.
+//   q, k: (n_tokens, n_key_heads, dk)   v, out: (n_tokens, n_value_heads, dv)
+//   g, beta: (n_tokens, n_value_heads)  state: (n_value_heads, dk, dv), carried across calls
+void chunked_gated_delta_rule(float* out, float* state, const float* q, const float* k,
+                              const float* v, const float* g, const float* beta, int n_tokens,
+                              int n_key_heads, int n_value_heads, int dk, int dv,
+                              Stream stream = nullptr);
 
 // A warp per row; `out` may be `x`.
 void gated_rmsnorm(float* out, const float* x, const float* z, const float* weight, int n_rows,
