@@ -505,10 +505,8 @@ void chunked_gated_delta_rule(float* out, float* state, const float* q, const fl
     scratch.u.resize(chunks * kChunk * dv);
     scratch.p.resize(chunks * kChunk * kChunk);
     scratch.decays.resize(chunks * 2 * kChunk);
-    const ChunkMatrices matrices{scratch.w.data(), scratch.u.data(), scratch.p.data(),
-                                 scratch.decays.data()};
-    const ChunkArgs a{out,         state,         q,  k,  v,       g, beta, n_tokens,
-                      n_key_heads, n_value_heads, dk, dv, matrices};
+    ChunkArgs a{out, state, q, k, v, g, beta, n_tokens, n_key_heads, n_value_heads, dk, dv, {}};
+    a.scratch = {scratch.w.data(), scratch.u.data(), scratch.p.data(), scratch.decays.data()};
 
     allow_shared_memory<PrepareTiles>(chunk_prepare_kernel);
     chunk_prepare_kernel<<<dim3(n_chunks, n_value_heads), kChunkThreads, sizeof(PrepareTiles),
