@@ -4,7 +4,7 @@
 //
 // The chunk form (ops_cpu.h) parts the work in two. What a chunk computes from its own tokens
 // alone, A, T = (I + A)^-1, W, U and the masked scores P = Q K^T (*) causal e^(G_t - G_s), needs
-// no state: every chunk at once, a block per (value head, chunk), in chunk_prepare_kernel. What
+// no state: every chunk at once, a block per (chunk, value head), in chunk_prepare_kernel. What
 // needs the state before the chunk, V' = U - W S, O = diag(e^G) Q S + P V' and the next state,
 // goes chunk after chunk: a block per (value head, 16 columns of the state) walks the chunks in
 // chunk_state_pass_kernel, its slice of S in its warps' registers from the first chunk to the
@@ -13,22 +13,26 @@
 //
 // Products. K K^T, Q K^T (64 x 64 x dk), W = T diag(beta e^G) K, U = T diag(beta) V
 // (64 x dk x 64), W S, Q S (64 x 16 x dk), P V' (64 x 16 x 64) and K^T V' (dk x 16 x 64): all
-// mma.sync m16n8k16 (tensor_core_ptx.cuh), F16 operands through ldmatrix and float accumulators,
-// as step 12's GEMM. The state's slice is the accumulator of its own update, so it never leaves
-// the registers in between: it is read back into shared memory only as the next products'
-// operand. dk and dv up to 128; shorter heads are padded with zeros, which add nothing.
+// mma.sync m16n8k16 (tensor_core_ptx.cuh) with float accumulators, as step 12's GEMM. The left
+// operand of a warp's product is its own rows, so the warp builds it in registers from where
+// the values are (memory, or T in shared memory); the right operand is every warp's, so it
+// goes through shared memory once and ldmatrix. The state's slice is the accumulator of its
+// own update and stays in the registers; shared memory holds it only as the next products'
+// right operand. Shared memory: 85 KB a chunk_prepare block (sm_86 and sm_89 allow 99), 18 KB
+// a chunk_state_pass block. dk and dv up to 128; shorter heads are padded with zeros.
 //
 // Precision: the split trick for every product. An operand rounded to F16 keeps 11 significant
-// bits, a relative error up to u = 2^-11 (4.9e-4): a delta V' = U - W S that is a small
-// difference of two values of the state's size (|S| up to ~5) would be off by ~1e-3, written
-// into the state and read by every later token and the decode steps after the prompt; the
-// recurrence is within 1e-6 of exact. So each operand x is stored as two F16 values,
-// hi = f16(x) and lo = f16(x - hi), and a product is three mma: hi lo + lo hi + hi hi (lo lo,
-// below 2^-22 of the product, left out). x is then known to 2^-22 of itself (lo's own rounding),
-// and each product term a b is off by at most 3 * 2^-22 |a| |b| = 7.2e-7 |a| |b| (fp32's FMA:
-// 2^-24), three times the tensor-core work for fp32's precision within a factor of 12. (F16's
-// range suffices: the values are |k| <= 1, |T| <= 1, |q| <= 1, the state and v; a lo below
-// 6e-5 is stored to 6e-8, absolutely.)
+// bits, a relative error up to u = 2^-11 (4.9e-4): the state so rounded (|S| up to ~5) moves
+// each recall W S by ~1e-4, each delta with it, and with decays near 1 the state keeps what
+// every chunk's rounding did to it, up to 1e-3 off after a thousand tokens (the CPU model of F16
+// operands in test_chunked_delta_rule_cuda.cpp), where the recurrence is within 2e-6 of exact;
+// the decode steps after the prompt start from that state. So each operand x is taken as two
+// F16 values, hi = f16(x) and lo = f16(x - hi), and a product is three mma: hi lo + lo hi + hi hi
+// (lo lo, below 2^-22 of the product, left out). x is then known to 2^-22 of itself (lo's own
+// rounding), and each product term a b is off by at most 3 * 2^-22 |a| |b| = 7.2e-7 |a| |b|
+// (fp32's FMA: 2^-24): three times the tensor-core work for fp32's precision within a factor of
+// 12. F16's range suffices: |k| <= 1, |q| <= 1, |T| <= 1 (test_chunked_delta_rule.cpp), the
+// state and v; a lo below 6e-5 is stored to 6e-8, absolutely.
 //
 // The bound (test_chunked_delta_rule_cuda.cpp, kGpuChunkBound): the CPU chunk form is within
 // (C + dk) roundings of 2^-24 of the state's size of exact (test_chunked_delta_rule.cpp), an
@@ -40,6 +44,7 @@
 // fifth of the worst case.
 #include "cuda_check.h"
 #include "device_buffer.h"
+#include "gemm_tensor_cores.h"
 #include "ops_cpu.h"
 #include "ops_cuda.h"
 #include "tensor_core_ptx.cuh"
@@ -56,7 +61,40 @@ static_assert(kChunk == 16 * kChunkWarps, "a warp owns one mma row tile (16) of 
 static_assert(kMaxHeadDim == 32 * kChunkWarps, "a warp owns two mma row tiles of the state");
 static_assert(kMaxHeadDim % 16 == 0 && kSliceColumns == 16, "whole mma steps and tile pairs");
 
-// A float matrix as two F16 matrices, hi + lo (the split trick above), rows padded by kRowPad.
+// x0 and x1 as hi + lo, each a pair of F16 values (the split trick above).
+struct SplitPair {
+    __half2 hi, lo;
+};
+__device__ inline SplitPair split_pair(float x0, float x1) {
+    const __half2 hi = __floats2half2_rn(x0, x1);
+    const float2 kept = __half22float2(hi);
+    return {hi, __floats2half2_rn(x0 - kept.x, x1 - kept.y)};
+}
+__device__ inline uint32_t bits(__half2 pair) { return *reinterpret_cast<const uint32_t*>(&pair); }
+
+// One mma operand, hi and lo: A's four 8 x 8 quarters, or B for two column tiles of 8
+// (hi[0..1] and lo[0..1] the first, [2..3] the second).
+struct SplitFragment {
+    uint32_t hi[4], lo[4];
+};
+
+// A (16 x 16) at rows m0, depth k0 of the matrix value(row, column), built in the registers:
+// quarter i holds rows group + 8 (i % 2), columns pair + 8 (i / 2) (tensor_core_ptx.cuh).
+template <typename Value>
+__device__ inline SplitFragment a_operand(Value value, int m0, int k0) {
+    const int lane = threadIdx.x % 32, row = m0 + lane / 4, column = k0 + 2 * (lane % 4);
+    SplitFragment f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int r = row + 8 * (i % 2), c = column + 8 * (i / 2);
+        const SplitPair pair = split_pair(value(r, c), value(r, c + 1));
+        f.hi[i] = bits(pair.hi);
+        f.lo[i] = bits(pair.lo);
+    }
+    return f;
+}
+
+// A right operand in shared memory, hi and lo, its rows padded by kRowPad.
 template <int kRows, int kCols>
 struct SplitTile {
     alignas(16) __half hi[kRows][kCols + kRowPad];
@@ -66,10 +104,9 @@ struct SplitTile {
 // x0 and x1 into (r, c) and (r, c + 1), c even.
 template <int kRows, int kCols>
 __device__ inline void store_pair(SplitTile<kRows, kCols>& tile, int r, int c, float x0, float x1) {
-    const __half2 hi = __floats2half2_rn(x0, x1);
-    const float2 kept = __half22float2(hi);
-    *reinterpret_cast<__half2*>(&tile.hi[r][c]) = hi;
-    *reinterpret_cast<__half2*>(&tile.lo[r][c]) = __floats2half2_rn(x0 - kept.x, x1 - kept.y);
+    const SplitPair pair = split_pair(x0, x1);
+    *reinterpret_cast<__half2*>(&tile.hi[r][c]) = pair.hi;
+    *reinterpret_cast<__half2*>(&tile.lo[r][c]) = pair.lo;
 }
 
 // Every element (r, c) of the tile set to value(r, c), the block's threads a pair each in turn.
@@ -82,35 +119,6 @@ __device__ inline void fill_split(SplitTile<kRows, kCols>& tile, Value value) {
     }
 }
 
-// One mma operand, hi and lo: A's four 8 x 8 quarters, or B for two column tiles of 8
-// (hi[0..1] and lo[0..1] the first, [2..3] the second).
-struct SplitFragment {
-    uint32_t hi[4], lo[4];
-};
-
-// The four ways a warp loads an operand from a split tile, by what the tile's rows hold.
-// A (16 x 16) at rows m0, depth k0 of a tile stored (m, k): step 12's load of x.
-template <int kRows, int kCols>
-__device__ inline SplitFragment a_operand(const SplitTile<kRows, kCols>& t, int m0, int k0) {
-    const int lane = threadIdx.x % 32;
-    const int r = m0 + lane % 16, c = k0 + (lane / 16) * 8;
-    SplitFragment f;
-    load_matrix_x4(f.hi, &t.hi[r][c]);
-    load_matrix_x4(f.lo, &t.lo[r][c]);
-    return f;
-}
-// A from a tile stored (k, m), A = its transpose: quarter i from rows k0 + 8 (i / 2), column
-// m0 + 8 (i % 2), each 8 x 8 transposed by ldmatrix.
-template <int kRows, int kCols>
-__device__ inline SplitFragment a_operand_transposed(const SplitTile<kRows, kCols>& t, int m0,
-                                                     int k0) {
-    const int lane = threadIdx.x % 32, i = lane / 8;
-    const int r = k0 + lane % 8 + (i / 2) * 8, c = m0 + (i % 2) * 8;
-    SplitFragment f;
-    load_matrix_x4_transposed(f.hi, &t.hi[r][c]);
-    load_matrix_x4_transposed(f.lo, &t.lo[r][c]);
-    return f;
-}
 // B (16 deep, columns n0 .. n0 + 15) from a tile stored (n, k): step 12's load of W.
 template <int kRows, int kCols>
 __device__ inline SplitFragment b_operand(const SplitTile<kRows, kCols>& t, int n0, int k0) {
@@ -182,28 +190,31 @@ __device__ inline ChunkPlace chunk_place(const ChunkArgs& a, int h, int chunk) {
     return {first, min(kChunk, a.n_tokens - first), int64_t(h) * chunk_count(a.n_tokens) + chunk};
 }
 
-// Row t of the chunk starting at `first` in q or k: value head h's key head (the file's tiled
-// order), (dk).
-__device__ inline const float* key_row(const ChunkArgs& a, const float* x, int first, int t,
-                                       int h) {
-    return x + (int64_t(first + t) * a.n_key_heads + h % a.n_key_heads) * a.dk;
+// Value i of the chunk's token t in q or k, 0 past the chunk's tokens or dk: value head h
+// reads key head h % n_key_heads (the file's tiled order).
+__device__ inline float key_value(const ChunkArgs& a, const float* x, ChunkPlace at, int h, int t,
+                                  int i) {
+    if (t >= at.c || i >= a.dk) return 0.0f;
+    return x[(int64_t(at.first + t) * a.n_key_heads + h % a.n_key_heads) * a.dk + i];
 }
 
 // ---- chunk_prepare: a block per (chunk, value head), every chunk at once ----
 
 struct PrepareTiles {
     SplitTile<kChunk, kMaxHeadDim> keys;    // (C, dk) K
-    SplitTile<kChunk, kMaxHeadDim> inputs;  // (C, dk) Q, then (C, dv) V
-    SplitTile<kChunk, kChunk> mix;          // (C, C) T diag(beta e^G), then T diag(beta)
-    float A[kChunk][kChunk + 1];            // (C, C) strict_lower(diag(beta) K K^T (*) decays)
-    float T[kChunk][kChunk + 1];            // (C, C) (I + A)^-1
-    double G[kChunk];                       // (C) g_0 + ... + g_t, in double as on the CPU
-    float beta[kChunk];                     // (C) 0 past the chunk's tokens
+    SplitTile<kChunk, kMaxHeadDim> values;  // (C, dv) V
+    // (C, C) A is strictly lower triangular and T lower triangular: A^T above the diagonal
+    // (at[r][t] = A_tr, r < t), T on and below it (at[t][r] = T_tr, r <= t).
+    float at[kChunk][kChunk + 1];
+    double G[kChunk];     // (C) g_0 + ... + g_t, in double as on the CPU
+    float decay[kChunk];  // (C) e^(G_t)
+    float beta[kChunk];   // (C) 0 past the chunk's tokens
 };
 
-// out (C, width) = mix (C, C) rows (C, kMaxHeadDim), the first `width` columns written. mix is
-// lower triangular, so warp w's rows need its columns below 16 (w + 1) alone.
-__device__ inline void mix_product(float* out, int width, const SplitTile<kChunk, kChunk>& mix,
+// out (C, width) = mix (C, C) rows (C, kMaxHeadDim), the first `width` columns written, mix
+// given as mix(t, r). mix is lower triangular: warp w's rows need its columns below 16 (w + 1).
+template <typename Mix>
+__device__ inline void mix_product(float* out, int width, Mix mix,
                                    const SplitTile<kChunk, kMaxHeadDim>& rows) {
     constexpr int kTiles = kMaxHeadDim / 8;
     const int m0 = 16 * (threadIdx.x / 32);
@@ -225,7 +236,7 @@ __device__ inline void mix_product(float* out, int width, const SplitTile<kChunk
                 out[acc_row(m0, e) * width + acc_column(n, e)] = acc[n][e];
 }
 
-// The chunk's decays (G, beta and what chunk_state_pass reads) and its keys and queries.
+// The chunk's G, decays and beta (and the decays chunk_state_pass reads), K and V.
 __device__ inline void load_prepare_inputs(PrepareTiles& s, const ChunkArgs& a, int h,
                                            ChunkPlace at) {
     if (threadIdx.x == 0) {
@@ -234,20 +245,20 @@ __device__ inline void load_prepare_inputs(PrepareTiles& s, const ChunkArgs& a, 
             const int64_t gate = int64_t(at.first + t) * a.n_value_heads + h;
             if (t < at.c) log_decay += double(a.g[gate]);
             s.G[t] = log_decay;  // past the chunk's tokens, the last one's
+            s.decay[t] = expf(float(log_decay));
             s.beta[t] = t < at.c ? a.beta[gate] : 0.0f;
         }
     }
-    fill_split(s.keys, [&](int t, int i) {
-        return t < at.c && i < a.dk ? key_row(a, a.k, at.first, t, h)[i] : 0.0f;
-    });
-    fill_split(s.inputs, [&](int t, int i) {
-        return t < at.c && i < a.dk ? key_row(a, a.q, at.first, t, h)[i] : 0.0f;
+    fill_split(s.keys, [&](int t, int i) { return key_value(a, a.k, at, h, t, i); });
+    fill_split(s.values, [&](int t, int j) {
+        return t < at.c && j < a.dv ? a.v[(int64_t(at.first + t) * a.n_value_heads + h) * a.dv + j]
+                                    : 0.0f;
     });
     __syncthreads();
     if (threadIdx.x < kChunk) {
         const int t = threadIdx.x;
         float* decays = a.scratch.decays + at.index * 2 * kChunk;
-        decays[t] = expf(float(s.G[t]));
+        decays[t] = s.decay[t];
         decays[kChunk + t] = expf(float(s.G[at.c - 1] - s.G[t]));
     }
 }
@@ -265,7 +276,10 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_prepare_kernel(const Chun
     float kk[kChunk / 8][4] = {}, qk[kChunk / 8][4] = {};
 #pragma unroll
     for (int k0 = 0; k0 < kMaxHeadDim; k0 += 16) {
-        const SplitFragment key = a_operand(s.keys, m0, k0), query = a_operand(s.inputs, m0, k0);
+        const SplitFragment key =
+            a_operand([&](int t, int i) { return key_value(a, a.k, at, h, t, i); }, m0, k0);
+        const SplitFragment query =
+            a_operand([&](int t, int i) { return key_value(a, a.q, at, h, t, i); }, m0, k0);
 #pragma unroll
         for (int n = 0; n < kChunk / 8; n += 2) {
             const SplitFragment keys = b_operand(s.keys, 8 * n, k0);
@@ -276,7 +290,7 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_prepare_kernel(const Chun
             }
         }
     }
-    // A (s < t) into shared memory, P (s <= t) to the scratch, each times e^(G_t - G_s).
+    // A^T (r < t) into shared memory, P (r <= t) to the scratch, each times e^(G_t - G_r).
     float* p = a.scratch.p + at.index * kChunk * kChunk;
 #pragma unroll
     for (int n = 0; n < kChunk / 8; n++)
@@ -284,46 +298,37 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_prepare_kernel(const Chun
         for (int e = 0; e < 4; e++) {
             const int t = acc_row(m0, e), r = acc_column(n, e);
             const float decay = r <= t ? expf(float(s.G[t] - s.G[r])) : 0.0f;
-            s.A[t][r] = r < t ? s.beta[t] * kk[n][e] * decay : 0.0f;
+            if (r < t) s.at[r][t] = s.beta[t] * kk[n][e] * decay;
             p[t * kChunk + r] = qk[n][e] * decay;
         }
-    __syncthreads();  // A is whole, Q read
+    __syncthreads();
 
-    // T = (I + A)^-1 row after row: T_t = e_t - sum_{r<t} A_tr T_r, thread j its column j,
-    // summed in the CPU's order. V goes in where Q was meanwhile.
-    fill_split(s.inputs, [&](int t, int j) {
-        return t < at.c && j < a.dv ? a.v[(int64_t(at.first + t) * a.n_value_heads + h) * a.dv + j]
-                                    : 0.0f;
-    });
+    // T = (I + A)^-1 row after row: T_t = e_t - sum_{r<t} A_tr T_r, thread j its column j <= t,
+    // summed in the CPU's order. Row t's T goes where A^T's column t is not.
     for (int t = 0; t < kChunk; t++) {
         const int j = threadIdx.x;
-        if (j < kChunk) {
+        if (j <= t) {
             float x = j == t ? 1.0f : 0.0f;
-            for (int r = j; r < t; r++) x -= s.A[t][r] * s.T[r][j];
-            s.T[t][j] = x;
+            for (int r = j; r < t; r++) x -= s.at[r][t] * s.at[r][j];
+            s.at[t][j] = x;
         }
         __syncthreads();
     }
 
-    // W = T diag(beta e^G) K, then U = T diag(beta) V.
-    fill_split(s.mix, [&](int t, int r) { return s.T[t][r] * s.beta[r] * expf(float(s.G[r])); });
-    __syncthreads();
-    mix_product(a.scratch.w + at.index * kChunk * a.dk, a.dk, s.mix, s.keys);
-    __syncthreads();
-    fill_split(s.mix, [&](int t, int r) { return s.T[t][r] * s.beta[r]; });
-    __syncthreads();
-    mix_product(a.scratch.u + at.index * kChunk * a.dv, a.dv, s.mix, s.inputs);
+    // W = T diag(beta e^G) K and U = T diag(beta) V.
+    mix_product(
+        a.scratch.w + at.index * kChunk * a.dk, a.dk,
+        [&](int t, int r) { return r <= t ? s.at[t][r] * s.beta[r] * s.decay[r] : 0.0f; }, s.keys);
+    mix_product(
+        a.scratch.u + at.index * kChunk * a.dv, a.dv,
+        [&](int t, int r) { return r <= t ? s.at[t][r] * s.beta[r] : 0.0f; }, s.values);
     // END SOLUTION
 }
 
 // ---- chunk_state_pass: a block per (value head, 16 state columns), chunk after chunk ----
 
 struct StateTiles {
-    SplitTile<kChunk, kMaxHeadDim> w;             // (C, dk) W
-    SplitTile<kChunk, kMaxHeadDim> queries;       // (C, dk) diag(e^G) Q
-    SplitTile<kChunk, kMaxHeadDim> keys;          // (C, dk) diag(e^(G_last - G)) K
-    SplitTile<kChunk, kChunk> p;                  // (C, C) Q K^T (*) causal e^(G_t - G_s)
-    SplitTile<kMaxHeadDim, kSliceColumns> state;  // (dk, 16) S's slice, as an operand
+    SplitTile<kMaxHeadDim, kSliceColumns> state;  // (dk, 16) S's slice
     SplitTile<kChunk, kSliceColumns> deltas;      // (C, 16) V' = U - W S
 };
 
@@ -336,39 +341,26 @@ __device__ inline int slice_row(int m, int e) {
     return acc_row(32 * (threadIdx.x / 32) + 16 * m, e);
 }
 
-// The chunk's W, scaled queries and keys, and P into shared memory, and the slice as an operand.
-__device__ inline void load_state_pass_inputs(StateTiles& s, const StateSlice& S,
-                                              const ChunkArgs& a, int h, ChunkPlace at) {
-    const float* w = a.scratch.w + at.index * kChunk * a.dk;
-    const float* p = a.scratch.p + at.index * kChunk * kChunk;
-    const float* query_decay = a.scratch.decays + at.index * 2 * kChunk;  // e^(G_t)
-    const float* key_decay = query_decay + kChunk;                        // e^(G_last - G_t)
-    fill_split(s.w, [&](int t, int i) { return i < a.dk ? w[t * a.dk + i] : 0.0f; });
-    fill_split(s.queries, [&](int t, int i) {
-        return t < at.c && i < a.dk ? query_decay[t] * key_row(a, a.q, at.first, t, h)[i] : 0.0f;
-    });
-    fill_split(s.keys, [&](int t, int i) {
-        return t < at.c && i < a.dk ? key_decay[t] * key_row(a, a.k, at.first, t, h)[i] : 0.0f;
-    });
-    fill_split(s.p, [&](int t, int r) { return p[t * kChunk + r]; });
-#pragma unroll
-    for (int m = 0; m < 2; m++)
-#pragma unroll
-        for (int n = 0; n < 2; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e += 2)
-                store_pair(s.state, slice_row(m, e), acc_column(n, e), S[m][n][e], S[m][n][e + 1]);
-}
-
-// V' = U - W S for warp w's 16 rows into s.deltas.
-__device__ inline void chunk_deltas(StateTiles& s, const ChunkArgs& a, ChunkPlace at, int j0) {
+// V' = U - W S for warp w's 16 rows into s.deltas, and O = diag(e^G) Q S, the outputs' first
+// part, into o.
+__device__ inline void chunk_deltas(float (&o)[2][4], StateTiles& s, const ChunkArgs& a, int h,
+                                    ChunkPlace at, int j0) {
     const int m0 = 16 * (threadIdx.x / 32);
-    float acc[2][4] = {};
+    const float* w = a.scratch.w + at.index * kChunk * a.dk;
+    const float* query_decay = a.scratch.decays + at.index * 2 * kChunk;  // e^(G_t)
+    float ws[2][4] = {};
 #pragma unroll
     for (int k0 = 0; k0 < kMaxHeadDim; k0 += 16) {
-        const SplitFragment w = a_operand(s.w, m0, k0), S = b_operand_transposed(s.state, k0, 0);
-        mma_split(acc[0], w, S, 0);
-        mma_split(acc[1], w, S, 1);
+        const SplitFragment S = b_operand_transposed(s.state, k0, 0);
+        const SplitFragment w_rows =
+            a_operand([&](int t, int i) { return i < a.dk ? w[t * a.dk + i] : 0.0f; }, m0, k0);
+        const SplitFragment queries = a_operand(
+            [&](int t, int i) { return query_decay[t] * key_value(a, a.q, at, h, t, i); }, m0, k0);
+#pragma unroll
+        for (int tile = 0; tile < 2; tile++) {
+            mma_split(ws[tile], w_rows, S, tile);
+            mma_split(o[tile], queries, S, tile);
+        }
     }
     const float* u = a.scratch.u + at.index * kChunk * a.dv;
 #pragma unroll
@@ -378,28 +370,22 @@ __device__ inline void chunk_deltas(StateTiles& s, const ChunkArgs& a, ChunkPlac
             const int t = acc_row(m0, e), j = j0 + acc_column(n, e);
             const float u0 = j < a.dv ? u[t * a.dv + j] : 0.0f;
             const float u1 = j + 1 < a.dv ? u[t * a.dv + j + 1] : 0.0f;
-            store_pair(s.deltas, t, acc_column(n, e), u0 - acc[n][e], u1 - acc[n][e + 1]);
+            store_pair(s.deltas, t, acc_column(n, e), u0 - ws[n][e], u1 - ws[n][e + 1]);
         }
 }
 
-// O = diag(e^G) Q S + P V' for warp w's 16 rows, written for the chunk's tokens. Reads every
-// warp's deltas: after a barrier behind chunk_deltas.
-__device__ inline void chunk_outputs(const StateTiles& s, const ChunkArgs& a, int h, ChunkPlace at,
-                                     int j0) {
+// O += P V' for warp w's 16 rows, written for the chunk's tokens. Reads every warp's deltas:
+// after a barrier behind chunk_deltas.
+__device__ inline void chunk_outputs(float (&o)[2][4], const StateTiles& s, const ChunkArgs& a,
+                                     int h, ChunkPlace at, int j0) {
     const int m0 = 16 * (threadIdx.x / 32);
-    float acc[2][4] = {};
-#pragma unroll
-    for (int k0 = 0; k0 < kMaxHeadDim; k0 += 16) {
-        const SplitFragment q = a_operand(s.queries, m0, k0);
-        const SplitFragment S = b_operand_transposed(s.state, k0, 0);
-        mma_split(acc[0], q, S, 0);
-        mma_split(acc[1], q, S, 1);
-    }
+    const float* p = a.scratch.p + at.index * kChunk * kChunk;
     for (int k0 = 0; k0 < m0 + 16; k0 += 16) {  // P is lower triangular
-        const SplitFragment p = a_operand(s.p, m0, k0);
         const SplitFragment deltas = b_operand_transposed(s.deltas, k0, 0);
-        mma_split(acc[0], p, deltas, 0);
-        mma_split(acc[1], p, deltas, 1);
+        const SplitFragment scores =
+            a_operand([&](int t, int r) { return p[t * kChunk + r]; }, m0, k0);
+        mma_split(o[0], scores, deltas, 0);
+        mma_split(o[1], scores, deltas, 1);
     }
 #pragma unroll
     for (int n = 0; n < 2; n++)
@@ -407,14 +393,16 @@ __device__ inline void chunk_outputs(const StateTiles& s, const ChunkArgs& a, in
         for (int e = 0; e < 4; e++) {
             const int t = acc_row(m0, e), j = j0 + acc_column(n, e);
             if (t < at.c && j < a.dv)
-                a.out[(int64_t(at.first + t) * a.n_value_heads + h) * a.dv + j] = acc[n][e];
+                a.out[(int64_t(at.first + t) * a.n_value_heads + h) * a.dv + j] = o[n][e];
         }
 }
 
 // S = e^(G_last) S + (diag(e^(G_last - G)) K)^T V', in the registers.
-__device__ inline void carry_state(StateSlice& S, const StateTiles& s, const ChunkArgs& a,
+__device__ inline void carry_state(StateSlice& S, const StateTiles& s, const ChunkArgs& a, int h,
                                    ChunkPlace at) {
-    const float chunk_decay = a.scratch.decays[at.index * 2 * kChunk + at.c - 1];  // e^(G_last)
+    const float* decays = a.scratch.decays + at.index * 2 * kChunk;
+    const float* key_decay = decays + kChunk;    // e^(G_last - G_t)
+    const float chunk_decay = decays[at.c - 1];  // e^(G_last)
 #pragma unroll
     for (int m = 0; m < 2; m++)
 #pragma unroll
@@ -427,7 +415,10 @@ __device__ inline void carry_state(StateSlice& S, const StateTiles& s, const Chu
         const SplitFragment deltas = b_operand_transposed(s.deltas, k0, 0);
 #pragma unroll
         for (int m = 0; m < 2; m++) {
-            const SplitFragment keys = a_operand_transposed(s.keys, m0 + 16 * m, k0);
+            // (diag(e^(G_last - G)) K)^T: row i, column t.
+            const SplitFragment keys = a_operand(
+                [&](int i, int t) { return key_decay[t] * key_value(a, a.k, at, h, t, i); },
+                m0 + 16 * m, k0);
             mma_split(S[m][0], keys, deltas, 0);
             mma_split(S[m][1], keys, deltas, 1);
         }
@@ -458,9 +449,19 @@ __device__ inline void write_slice(float* state, const StateSlice& S, const Chun
             }
 }
 
+// The slice as the products' right operand, every warp's rows.
+__device__ inline void share_slice(StateTiles& s, const StateSlice& S) {
+#pragma unroll
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int n = 0; n < 2; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e += 2)
+                store_pair(s.state, slice_row(m, e), acc_column(n, e), S[m][n][e], S[m][n][e + 1]);
+}
+
 __global__ void __launch_bounds__(kChunkThreads) chunk_state_pass_kernel(const ChunkArgs a) {
-    extern __shared__ __align__(16) uint8_t shared_bytes[];
-    StateTiles& s = *reinterpret_cast<StateTiles*>(shared_bytes);
+    __shared__ StateTiles s;
     const int h = blockIdx.x, j0 = blockIdx.y * kSliceColumns;
     float* state = a.state + int64_t(h) * a.dk * a.dv;  // (dk, dv)
     StateSlice S;
@@ -468,12 +469,13 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_state_pass_kernel(const C
     for (int chunk = 0; chunk < chunk_count(a.n_tokens); chunk++) {
         const ChunkPlace at = chunk_place(a, h, chunk);
         __syncthreads();  // the last chunk's tiles are read
-        load_state_pass_inputs(s, S, a, h, at);
+        share_slice(s, S);
         __syncthreads();
-        chunk_deltas(s, a, at, j0);
+        float o[2][4] = {};
+        chunk_deltas(o, s, a, h, at, j0);
         __syncthreads();  // every warp's deltas are in
-        chunk_outputs(s, a, h, at, j0);
-        carry_state(S, s, a, at);
+        chunk_outputs(o, s, a, h, at, j0);
+        carry_state(S, s, a, h, at);
     }
     write_slice(state, S, a, j0);
 }
@@ -485,12 +487,6 @@ struct ChunkScratch {
     DeviceBuffer<float> w, u, p, decays;
 };
 
-template <typename Tiles>
-static void allow_shared_memory(void (*kernel)(ChunkArgs)) {
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    int(sizeof(Tiles))));
-}
-
 void chunked_gated_delta_rule(float* out, float* state, const float* q, const float* k,
                               const float* v, const float* g, const float* beta, int n_tokens,
                               int n_key_heads, int n_value_heads, int dk, int dv, Stream stream) {
@@ -498,6 +494,10 @@ void chunked_gated_delta_rule(float* out, float* state, const float* q, const fl
         fail("gpu::chunked_gated_delta_rule takes heads of 1 to %d values, not dk %d and dv %d",
              kMaxHeadDim, dk, dv);
     if (n_tokens == 0 || n_value_heads == 0) return;
+    if (!gpu_has_tensor_core_mma())
+        fail(
+            "gpu::chunked_gated_delta_rule needs mma.sync: a GPU of compute capability 8.0 or "
+            "later");
     const int n_chunks = chunk_count(n_tokens);
     const size_t chunks = size_t(n_value_heads) * n_chunks;
     static ChunkScratch scratch;
@@ -508,13 +508,16 @@ void chunked_gated_delta_rule(float* out, float* state, const float* q, const fl
     ChunkArgs a{out, state, q, k, v, g, beta, n_tokens, n_key_heads, n_value_heads, dk, dv, {}};
     a.scratch = {scratch.w.data(), scratch.u.data(), scratch.p.data(), scratch.decays.data()};
 
-    allow_shared_memory<PrepareTiles>(chunk_prepare_kernel);
-    chunk_prepare_kernel<<<dim3(n_chunks, n_value_heads), kChunkThreads, sizeof(PrepareTiles),
-                           stream>>>(a);
+    // Past the 48 KB of a static array: opted into, as step 12's GEMM does.
+    constexpr int kPrepareBytes = sizeof(PrepareTiles);
+    static_assert(kPrepareBytes <= 99 * 1024, "fits the shared memory of a block on sm_86, sm_89");
+    CUDA_CHECK(cudaFuncSetAttribute(chunk_prepare_kernel,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, kPrepareBytes));
+    chunk_prepare_kernel<<<dim3(n_chunks, n_value_heads), kChunkThreads, kPrepareBytes, stream>>>(
+        a);
     check_launch("chunk_prepare_kernel");
-    allow_shared_memory<StateTiles>(chunk_state_pass_kernel);
     const dim3 slices(n_value_heads, (dv + kSliceColumns - 1) / kSliceColumns);
-    chunk_state_pass_kernel<<<slices, kChunkThreads, sizeof(StateTiles), stream>>>(a);
+    chunk_state_pass_kernel<<<slices, kChunkThreads, 0, stream>>>(a);
     check_launch("chunk_state_pass_kernel");
 }
 
