@@ -304,7 +304,8 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_prepare_kernel(const Chun
     __syncthreads();
 
     // T = (I + A)^-1 row after row: T_t = e_t - sum_{r<t} A_tr T_r, thread j its column j <= t,
-    // summed in the CPU's order. Row t's T goes where A^T's column t is not.
+    // summed in the CPU's order. It reads A^T above the diagonal and the rows of T before t,
+    // and writes row t on and left of the diagonal, which nothing reads until the next row.
     for (int t = 0; t < kChunk; t++) {
         const int j = threadIdx.x;
         if (j <= t) {
