@@ -1,5 +1,6 @@
-// step15: step14's program, whose CPU runs a prompt's Gated DeltaNet layers in chunks of 64 tokens
-// (ops_cpu.cpp: chunked_gated_delta_rule) and each later token by the recurrence.
+// step15: step14's program, which runs a prompt's Gated DeltaNet layers in chunks of 64 tokens,
+// on the CPU (ops_cpu.cpp: chunked_gated_delta_rule) and on the GPU's tensor cores
+// (chunked_delta_rule.cu), and each later token by the recurrence.
 // step14: step13's program for the Qwen3.5 hybrid as well (arch qwen35): Gated DeltaNet layers,
 // whose recurrent state has a fixed size, between gated full-attention layers. It runs on the
 // CPU, exact (--f32-activations) or with 8-bit activations, and on the GPU, where each new token
