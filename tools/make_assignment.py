@@ -285,6 +285,22 @@ REGIONS = {
             ["gated_delta_rule: decay, correct the recall under k, read with q",
              "gated_delta_rule: value head h reads key head h % n_key_heads (the file's order)"]),
     },
+    "15": {
+        "chunk_prepare_kernel": Region(
+            "a block per (chunk, value head): load_prepare_inputs (G, e^G, beta; K and V as split "
+            "tiles); warp w's 16 rows of K K^T and Q K^T (a_operand of key_value, b_operand of "
+            "s.keys, mma_split); A^T (r < t, times beta_t e^(G_t - G_r)) above the diagonal of "
+            "s.at and P (r <= t, times the decay) to the scratch; T = (I + A)^-1 by forward "
+            "substitution on and below the diagonal (a thread per column, a barrier per row); "
+            "W = T diag(beta e^G) K and U = T diag(beta) V by mix_product",
+            ["gpu::chunked_gated_delta_rule equals gated_delta_rule from 1 to 8192 tokens, "
+             "within the bound",
+             "gpu::chunked_gated_delta_rule: keys nearly parallel and beta near 1 (A near all "
+             "ones)",
+             "gpu::chunked_gated_delta_rule: a prompt in two calls, the state carried, equals "
+             "one",
+             "gpu::chunked_gated_delta_rule equals gpu::gated_delta_rule, the kernel it replaces"]),
+    },
 }
 
 
