@@ -154,13 +154,13 @@ __device__ inline void mma_split(float (&acc)[4], const SplitFragment& a, const 
 __device__ inline int acc_row(int m0, int e) { return m0 + (threadIdx.x % 32) / 4 + (e / 2) * 8; }
 __device__ inline int acc_column(int n, int e) { return 8 * n + 2 * (threadIdx.x % 4) + e % 2; }
 
-// The matrices chunk_prepare leaves for chunk_state_pass, per value head and chunk, C rows
-// each; a short last chunk's rows past its tokens are zeros.
+// The caller's DeltaChunkScratch (ops_cuda.h) as the kernels take it: the matrices
+// chunk_prepare leaves for chunk_state_pass, with the same shapes.
 struct ChunkMatrices {
-    float* w;       // (n_value_heads, n_chunks, C, dk) W = T diag(beta e^G) K
-    float* u;       // (n_value_heads, n_chunks, C, dv) U = T diag(beta) V
-    float* p;       // (n_value_heads, n_chunks, C, C) Q K^T (*) causal e^(G_t - G_s)
-    float* decays;  // (n_value_heads, n_chunks, 2, C) e^(G_t), then e^(G_last - G_t)
+    float* w;       // (n_value_heads, n_chunks, C, dk)
+    float* u;       // (n_value_heads, n_chunks, C, dv)
+    float* p;       // (n_value_heads, n_chunks, C, C)
+    float* decays;  // (n_value_heads, n_chunks, 2, C)
 };
 
 // Both kernels' arguments.
@@ -483,39 +483,41 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_state_pass_kernel(const C
 
 // ---- the launch ----
 
-// The scratch matrices, kept between calls as step 12's operand scratch.
-struct ChunkScratch {
-    DeviceBuffer<float> w, u, p, decays;
-};
+// The scratch's matrices for a call, if it has room for them (DeltaChunkScratch::reserve).
+static ChunkMatrices scratch_matrices(DeltaChunkScratch& scratch, int n_tokens, int n_value_heads,
+                                      int dk, int dv) {
+    const size_t rows = size_t(n_value_heads) * chunk_count(n_tokens) * kChunk;
+    if (scratch.w.size() < rows * dk || scratch.u.size() < rows * dv ||
+        scratch.p.size() < rows * kChunk || scratch.decays.size() < rows * 2)
+        fail(
+            "gpu::chunked_gated_delta_rule: the scratch has no room for %d tokens of %d heads "
+            "(DeltaChunkScratch::reserve)",
+            n_tokens, n_value_heads);
+    return {scratch.w.data(), scratch.u.data(), scratch.p.data(), scratch.decays.data()};
+}
 
 void chunked_gated_delta_rule(float* out, float* state, const float* q, const float* k,
                               const float* v, const float* g, const float* beta, int n_tokens,
-                              int n_key_heads, int n_value_heads, int dk, int dv, Stream stream) {
+                              int n_key_heads, int n_value_heads, int dk, int dv,
+                              DeltaChunkScratch& scratch, Stream stream) {
     if (dk < 1 || dk > kMaxHeadDim || dv < 1 || dv > kMaxHeadDim)
         fail("gpu::chunked_gated_delta_rule takes heads of 1 to %d values, not dk %d and dv %d",
              kMaxHeadDim, dk, dv);
     if (n_tokens == 0 || n_value_heads == 0) return;
+    ChunkArgs a{out, state, q, k, v, g, beta, n_tokens, n_key_heads, n_value_heads, dk, dv, {}};
+    a.scratch = scratch_matrices(scratch, n_tokens, n_value_heads, dk, dv);
     if (!gpu_has_tensor_core_mma())
         fail(
             "gpu::chunked_gated_delta_rule needs mma.sync: a GPU of compute capability 8.0 or "
             "later");
-    const int n_chunks = chunk_count(n_tokens);
-    const size_t chunks = size_t(n_value_heads) * n_chunks;
-    static ChunkScratch scratch;
-    scratch.w.resize(chunks * kChunk * dk);
-    scratch.u.resize(chunks * kChunk * dv);
-    scratch.p.resize(chunks * kChunk * kChunk);
-    scratch.decays.resize(chunks * 2 * kChunk);
-    ChunkArgs a{out, state, q, k, v, g, beta, n_tokens, n_key_heads, n_value_heads, dk, dv, {}};
-    a.scratch = {scratch.w.data(), scratch.u.data(), scratch.p.data(), scratch.decays.data()};
 
     // Past the 48 KB of a static array: opted into, as step 12's GEMM does.
     constexpr int kPrepareBytes = sizeof(PrepareTiles);
     static_assert(kPrepareBytes <= 99 * 1024, "fits the shared memory of a block on sm_86, sm_89");
     CUDA_CHECK(cudaFuncSetAttribute(chunk_prepare_kernel,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, kPrepareBytes));
-    chunk_prepare_kernel<<<dim3(n_chunks, n_value_heads), kChunkThreads, kPrepareBytes, stream>>>(
-        a);
+    const dim3 chunks(chunk_count(n_tokens), n_value_heads);
+    chunk_prepare_kernel<<<chunks, kChunkThreads, kPrepareBytes, stream>>>(a);
     check_launch("chunk_prepare_kernel");
     const dim3 slices(n_value_heads, (dv + kSliceColumns - 1) / kSliceColumns);
     chunk_state_pass_kernel<<<slices, kChunkThreads, 0, stream>>>(a);

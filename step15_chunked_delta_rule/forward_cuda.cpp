@@ -53,6 +53,8 @@ static void resize_state(DeviceRunState& s, const ModelConfig& config, int n_tok
     s.beta.resize(recurrent * dn.n_value_heads);
     s.decay.resize(recurrent * dn.n_value_heads);
     s.recurrent.resize(recurrent * dn.value_width());
+    s.delta_chunks.reserve(int(recurrent), int(dn.n_value_heads), int(dn.key_dim),
+                           int(dn.value_dim));
 }
 
 // transformers' l2norm of q and k in the Gated DeltaNet: a fixed epsilon (forward_cpu.cpp's).
@@ -173,7 +175,7 @@ static void delta_net_sublayer(const ModelConfig& config, const DeviceWeights& w
     if (n > 1 && gpu_has_tensor_core_mma())
         chunked_gated_delta_rule(s.recurrent.data(), cache.delta_state(l), s.q_heads.data(),
                                  s.k_heads.data(), s.v_heads.data(), s.decay.data(), s.beta.data(),
-                                 n, hk, hv, dk, dv);
+                                 n, hk, hv, dk, dv, s.delta_chunks);
     else
         gated_delta_rule(s.recurrent.data(), cache.delta_state(l), s.q_heads.data(),
                          s.k_heads.data(), s.v_heads.data(), s.decay.data(), s.beta.data(), n, hk,

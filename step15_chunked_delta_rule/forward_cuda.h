@@ -63,6 +63,8 @@ struct DeviceRunState {
     DeviceBuffer<float> beta;        // (n_tokens, Hv)
     DeviceBuffer<float> decay;       // (n_tokens, Hv) g, the log of the state's decay
     DeviceBuffer<float> recurrent;   // (n_tokens, Hv, dv) the delta rule's output, then normed
+    // Step 15: the chunked delta rule's matrices, ceil(n_tokens / 64) chunks a value head.
+    gpu::DeltaChunkScratch delta_chunks;
 };
 
 namespace gpu {

@@ -94,7 +94,8 @@ void gated_delta_rule(float*, float*, const float*, const float*, const float*, 
     no_gpu_code();
 }
 void chunked_gated_delta_rule(float*, float*, const float*, const float*, const float*,
-                              const float*, const float*, int, int, int, int, int, Stream) {
+                              const float*, const float*, int, int, int, int, int,
+                              DeltaChunkScratch&, Stream) {
     no_gpu_code();
 }
 void gated_rmsnorm(float*, const float*, const float*, const float*, int, int, float, Stream) {

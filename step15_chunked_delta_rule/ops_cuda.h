@@ -20,8 +20,11 @@
 // anything else fails.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
+#include "device_buffer.h"
+#include "ops_cpu.h"
 #include "q8_vector.h"
 
 struct CUstream_st;  // a cudaStream_t points to one (cuda_graph.h); nullptr is the default stream
@@ -129,17 +132,38 @@ void gated_delta_rule(float* out, float* state, const float* q, const float* k, 
                       const float* g, const float* beta, int n_tokens, int n_key_heads,
                       int n_value_heads, int dk, int dv, Stream stream = nullptr);
 
-// Step 15: gated_delta_rule chunk by chunk, ops_cpu.h's chunked_gated_delta_rule with its
-// chunks of kDeltaChunkSize (chunked_delta_rule.cu): every chunk's own matrices at once, then
-// the state through the chunks, the products on the tensor cores (compute capability 8.0 and
-// later) in the split F16 form that keeps fp32's precision within a factor of 12. dk and dv
-// up to 128; other sizes fail.
+// Step 15: what chunked_gated_delta_rule's first kernel leaves for its second, per value head
+// and chunk of C = kDeltaChunkSize tokens, n_chunks = ceil(n_tokens / C) (a short last chunk's
+// rows past its tokens are zeros). The caller owns it, sized for its longest call: the
+// prompt's DeviceRunState (forward_cuda.h) for kPromptChunk tokens, a check for its own.
+struct DeltaChunkScratch {
+    DeviceBuffer<float> w;       // (n_value_heads, n_chunks, C, dk) W = T diag(beta e^G) K
+    DeviceBuffer<float> u;       // (n_value_heads, n_chunks, C, dv) U = T diag(beta) V
+    DeviceBuffer<float> p;       // (n_value_heads, n_chunks, C, C) Q K^T (*) causal e^(G_t - G_s)
+    DeviceBuffer<float> decays;  // (n_value_heads, n_chunks, 2, C) e^(G_t), then e^(G_last - G_t)
+
+    // Room for calls of up to n_tokens tokens; the buffers only grow (DeviceBuffer::resize).
+    void reserve(int n_tokens, int n_value_heads, int dk, int dv) {
+        const size_t rows = size_t(n_value_heads) *
+                            ((n_tokens + kDeltaChunkSize - 1) / kDeltaChunkSize) * kDeltaChunkSize;
+        w.resize(rows * dk);
+        u.resize(rows * dv);
+        p.resize(rows * kDeltaChunkSize);
+        decays.resize(rows * 2);
+    }
+};
+
+// gated_delta_rule chunk by chunk, ops_cpu.h's chunked_gated_delta_rule with its chunks of
+// kDeltaChunkSize (chunked_delta_rule.cu): every chunk's own matrices at once into `scratch`,
+// then the state through the chunks, the products on the tensor cores (compute capability 8.0
+// and later) in the split F16 form that keeps fp32's precision within a factor of 12. dk and
+// dv up to 128, and a scratch reserved for at least n_tokens; anything else fails.
 //   q, k: (n_tokens, n_key_heads, dk)   v, out: (n_tokens, n_value_heads, dv)
 //   g, beta: (n_tokens, n_value_heads)  state: (n_value_heads, dk, dv), carried across calls
 void chunked_gated_delta_rule(float* out, float* state, const float* q, const float* k,
                               const float* v, const float* g, const float* beta, int n_tokens,
                               int n_key_heads, int n_value_heads, int dk, int dv,
-                              Stream stream = nullptr);
+                              DeltaChunkScratch& scratch, Stream stream = nullptr);
 
 // A warp per row; `out` may be `x`.
 void gated_rmsnorm(float* out, const float* x, const float* z, const float* weight, int n_rows,

@@ -8,7 +8,7 @@
 // with beta near 1; a state left by an earlier call; a prompt in two calls. Outputs are filled
 // with NaN first, so a value never written fails. The bound and its reason stand next to
 // kGpuChunkBound; a CPU check shows why the products cannot take plain F16 operands. Without a
-// GPU these checks skip, except that one and the refusal (with GPU code).
+// GPU these checks skip, except that one and the refusals (with GPU code).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -96,14 +96,22 @@ RuleResult gpu_rule(GpuRule rule, const RuleShape& s, const RuleInputs& in, int 
     const int64_t value_row = int64_t(s.n_value_heads) * s.dv;         // one token's v or out
     const int64_t gate_row = s.n_value_heads;                          // one token's g or beta
     const int pieces[2][2] = {{0, split}, {split, n_tokens - split}};  // (first, count)
+    gpu::DeltaChunkScratch scratch;
+    scratch.reserve(std::max(split, n_tokens - split), s.n_value_heads, s.dk, s.dv);
     for (const auto& piece : pieces) {
-        const int64_t first = piece[0];
-        auto* run =
-            rule == GpuRule::Chunked ? gpu::chunked_gated_delta_rule : gpu::gated_delta_rule;
-        run(out.data() + first * value_row, state.data(), q.data() + first * key_row,
-            k.data() + first * key_row, v.data() + first * value_row, g.data() + first * gate_row,
-            beta.data() + first * gate_row, piece[1], s.n_key_heads, s.n_value_heads, s.dk, s.dv,
-            nullptr);
+        const int64_t first = piece[0], count = piece[1];
+        float* o = out.data() + first * value_row;
+        const float* qs = q.data() + first * key_row;
+        const float* ks = k.data() + first * key_row;
+        const float* vs = v.data() + first * value_row;
+        const float* gs = g.data() + first * gate_row;
+        const float* betas = beta.data() + first * gate_row;
+        if (rule == GpuRule::Chunked)
+            gpu::chunked_gated_delta_rule(o, state.data(), qs, ks, vs, gs, betas, count,
+                                          s.n_key_heads, s.n_value_heads, s.dk, s.dv, scratch);
+        else
+            gpu::gated_delta_rule(o, state.data(), qs, ks, vs, gs, betas, count, s.n_key_heads,
+                                  s.n_value_heads, s.dk, s.dv);
     }
     return {out.download(), state.download()};
 }
@@ -316,9 +324,22 @@ TEST_CASE("the GPU chunk bound holds the split form, not plain F16 operands") {
 
 TEST_CASE("gpu::chunked_gated_delta_rule refuses heads longer than 128, in one line") {
     if (!gpu_code_or_skip()) return;
-    CHECK_THROWS_WITH_AS(gpu::chunked_gated_delta_rule(nullptr, nullptr, nullptr, nullptr, nullptr,
-                                                       nullptr, nullptr, 1, 1, 1, 256, 128),
-                         "gpu::chunked_gated_delta_rule takes heads of 1 to 128 values, not dk "
-                         "256 and dv 128",
-                         Error);
+    gpu::DeltaChunkScratch scratch;
+    CHECK_THROWS_WITH_AS(
+        gpu::chunked_gated_delta_rule(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                      1, 1, 1, 256, 128, scratch),
+        "gpu::chunked_gated_delta_rule takes heads of 1 to 128 values, not dk "
+        "256 and dv 128",
+        Error);
+}
+
+TEST_CASE("gpu::chunked_gated_delta_rule refuses a scratch reserved for fewer tokens") {
+    if (!gpu_code_or_skip()) return;
+    gpu::DeltaChunkScratch scratch;  // empty: no device memory
+    CHECK_THROWS_WITH_AS(
+        gpu::chunked_gated_delta_rule(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                      65, 1, 2, 128, 128, scratch),
+        "gpu::chunked_gated_delta_rule: the scratch has no room for 65 tokens of "
+        "2 heads (DeltaChunkScratch::reserve)",
+        Error);
 }
