@@ -119,14 +119,25 @@ hybrid_cache_memory.svg (step 14)
     (F16) growing with the positions, the Gated DeltaNet layers' states (fp32) flat, the KV cache
     the model would need with attention in every layer, and where KV and state are equal; the
     sizes counted as step14_qwen35_hybrid/kv_cache.cpp counts them (hybrid.py).
+chunk_matrices.svg (step 15)
+    One chunk of one value head in step15_chunked_delta_rule/chunked_delta_rule.cu's
+    chunk_prepare_kernel: Q, K, V, beta and G at their shapes, the warps' rows, P, the shared
+    array holding A^T above its diagonal and T on and below it (a row of the forward
+    substitution drawn), and W and U as products with the lower triangular T (chunked.py).
+chunk_state_pass.svg (step 15)
+    The two launches over a 512-token prompt chunk at Qwen3.5-0.8B's 16 value heads:
+    chunk_prepare's grid of (chunks, heads) blocks, all independent; chunk_state_pass's blocks
+    of one head, each walking the chunks with its 16 columns of the state in registers; a
+    block's slice by warp and the three products of one chunk (chunked.py).
 
 The four pictures of step 9's kernels take their tile sizes, warp counts and thresholds from the
 constexpr lines of step 9's CUDA files (kernels.py: cuda_constants), step 12's from its GEMM's and
-flash attention's files, so they follow the kernels when those change.
+flash attention's files, step 15's from chunked_delta_rule.cu, so they follow the kernels when
+those change.
 
 This file draws them; the figures live in its neighbours by family: style.py (palette, helpers),
 layouts.py (bytes in memory), sampler.py, kernels.py (steps 6 to 10), speed.py (the records),
-tensor_cores.py (step 12), hybrid.py (step 14).
+tensor_cores.py (step 12), hybrid.py (step 14), chunked.py (step 15).
 
 The SVGs are byte-identical from run to run (fixed hash salt, no date) and keep their text as
 text (svg.fonttype 'none'), so they stay small and diff well.
@@ -149,6 +160,7 @@ from kernels import (
 from speed import series_speed, series_staircase
 from tensor_cores import flash_attention_tiles, tensor_core_gemm
 from hybrid import hybrid_cache_memory
+from chunked import chunk_matrices, chunk_state_pass
 
 # ---- main ----
 
@@ -169,6 +181,8 @@ FIGURES = {
     "flash_attention_tiles": flash_attention_tiles,
     "series_staircase": series_staircase,
     "hybrid_cache_memory": hybrid_cache_memory,
+    "chunk_matrices": chunk_matrices,
+    "chunk_state_pass": chunk_state_pass,
 }
 
 
