@@ -250,44 +250,52 @@ record_series() {  # NN ENGINES TYPE:SIZE@DEPTHS... [-- bench_series.py flags]
 }
 
 # One prompt's tokens/s: the median of REPEAT runs (one at 7B and 8B, 15 GB a run).
-prompt_median() {  # STEP FILE PROMPT SIZE
+prompt_median() {  # STEP FILE PROMPT SIZE CONTEXT
     local runs=() reps=${REPEAT:-3} r log
     case $4 in 7b | *8b) reps=1 ;; esac
     for ((r = 0; r < reps; r++)); do
         log=$out/$1-$(basename "$2" .gguf)-$(basename "$3" .txt)-$r.log
-        timeout 120 "./$1" "$2" -f "$3" -n 0 -c 8192 >"$log" 2>&1
+        timeout 120 "./$1" "$2" -f "$3" -n 0 -c "$5" >"$log" 2>&1
         runs+=("$(grep -oE '^prompt: [0-9]+ tokens in [0-9.]+ ms \([0-9.]+' "$log" | sed -E 's/.*\(//')")
     done
     printf '%s\n' "${runs[@]}" | sort -g | sed -n "$(((reps + 1) / 2))p"
 }
 
-record_prompts() {  # NN ENGINES TYPE:SIZE...: OUT/prompts.tsv
-    local engines step spec file prompt tokens tps tsv=$out/prompts.tsv long=$out/prompt-4096.txt
+prompt_file() {  # TOKENS: tools/bench/bench_prompt.txt (512 tokens) repeated TOKENS / 512 times
+    local file=$out/prompt-$1.txt r
+    [ "$1" = 512 ] && { echo tools/bench/bench_prompt.txt; return; }
+    [ -f "$file" ] || for ((r = 0; r < $1 / 512; r++)); do cat tools/bench/bench_prompt.txt; done >"$file"
+    echo "$file"
+}
+
+record_prompts() {  # NN ENGINES TYPE:SIZE[@TOKENS]...: OUT/prompts.tsv
+    local engines step spec file tokens tps context tsv=$out/prompts.tsv
     engines=$(engines_here "$2")
     shift 2
-    for _ in 1 2 3 4 5 6 7 8; do cat tools/bench/bench_prompt.txt; done >"$long"
     # shellcheck disable=SC2046
     build $(engine_steps "$engines")
     # Every program loads its kernels at start, as llama-bench's warm-up run does: a prompt's
     # time is then its kernels', not the driver's first-call loading.
     export CUDA_MODULE_LOADING=EAGER
-    printf 'engine\tsize\ttype\ttokens\ttokens_per_s\n' >"$tsv"
+    [ -f "$tsv" ] || printf 'engine\tsize\ttype\ttokens\ttokens_per_s\n' >"$tsv"
     for spec in "$@"; do
+        local lengths=512,4096
+        [[ $spec == *@* ]] && lengths=${spec#*@}
+        spec=${spec%@*}
         wanted "$spec" && wait_for "$spec" || continue
         file=$(model_file "$spec")
         for step in $(engine_steps "$engines"); do
-            for prompt in tools/bench/bench_prompt.txt "$long"; do
-                tokens=512
-                [ "$prompt" = "$long" ] && tokens=4096
-                tps=$(prompt_median "$step" "$file" "$prompt" "${spec#*:}")
+            for tokens in ${lengths//,/ }; do
+                context=$((tokens + 512 > 8192 ? tokens + 512 : 8192))
+                tps=$(prompt_median "$step" "$file" "$(prompt_file "$tokens")" "${spec#*:}" "$context")
                 printf '%s\t%s\t%s\t%s\t%s\n' "$step" "${spec#*:}" "${spec%%:*}" "$tokens" "$tps" >>"$tsv"
                 note "$step $spec $tokens tokens: $tps tokens/s"
             done
         done
         [[ ,$engines, == *,llama.cpp,* ]] || continue
-        timeout 150 "$LLAMA_BENCH" -m "$file" -p 512,4096 -n 0 -r 5 -ngl 99 -o md \
+        timeout 300 "$LLAMA_BENCH" -m "$file" -p "$lengths" -n 0 -r 5 -ngl 99 -o md \
             >"$out/llama-${spec/:/-}.md" 2>"$out/llama-${spec/:/-}.log"
-        for tokens in 512 4096; do
+        for tokens in ${lengths//,/ }; do
             tps=$(grep -E "\| +pp$tokens +\|" "$out/llama-${spec/:/-}.md" | awk -F'|' '{print $(NF-1)}' | tr -d ' ')
             printf 'llama.cpp\t%s\t%s\t%s\t%s\n' "${spec#*:}" "${spec%%:*}" "$tokens" "$tps" >>"$tsv"
             note "llama.cpp $spec pp$tokens: $tps tokens/s"
