@@ -115,15 +115,20 @@ void attention(float* out, const float* q, const float* k, const float* v, int n
             int kv_head = h / heads_per_kv;
             int position = first_position + t;
             const float* query = q + int64_t(t) * q_dim + h * head_dim;
-            for (int j = 0; j < n_keys; j++) {
+            // Causal: the query at `position` sees keys 0..position. A later key's weight
+            // would be exactly 0 (its score -inf), so those keys are left out.
+            for (int j = 0; j <= position; j++) {
                 const float* key = k + int64_t(j) * kv_dim + kv_head * head_dim;
-                scores[j] = j <= position ? dot(query, key, head_dim) * scale : -INFINITY;
+                scores[j] = dot(query, key, head_dim) * scale;
             }
-            softmax(scores.data(), n_keys);
+            softmax(scores.data(), position + 1);
             float* result = out + int64_t(t) * q_dim + h * head_dim;
             for (int d = 0; d < head_dim; d++) result[d] = 0.0f;
-            for (int j = 0; j <= position; j++) {  // later positions' weights are exactly 0
+            for (int j = 0; j <= position; j++) {
                 const float* value = v + int64_t(j) * kv_dim + kv_head * head_dim;
+                // `omp simd`: result and value do not overlap, so the compiler may take
+                // several dimensions an instruction (each result[d] still sums in the order of j).
+#pragma omp simd
                 for (int d = 0; d < head_dim; d++) result[d] += scores[j] * value[d];
             }
         }

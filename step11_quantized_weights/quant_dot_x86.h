@@ -8,9 +8,19 @@
 
 #include "quant_dot.h"
 
-// One row of W, in its file type, against kTokens rows of quantized activations of n_blocks
-// blocks each, stored one after another in x: out[t] = the row's dot product with token t's.
-using RowDot = void (*)(const uint8_t* w_row, const BlockQ8* x, int n_blocks, float* out);
+// Rows of quantized activations as the row dots read them: the blocks, and each block's scale
+// and sum once more in arrays of their own, so that a SIMD kernel reads eight neighbouring
+// blocks' scales (or sums) with one load, where BlockQ8's 40-byte stride would need a gather.
+struct Q8Rows {
+    const BlockQ8* blocks;  // (tokens, n_blocks)
+    const float* scales;    // (tokens, n_blocks) blocks[i].d
+    const int32_t* sums;    // (tokens, n_blocks) blocks[i].sum
+    int n_blocks;           // blocks a token's row
+};
+
+// One row of W, in its file type, against kTokens rows of x: out[t] = the row's dot product
+// with token t's.
+using RowDot = void (*)(const uint8_t* w_row, Q8Rows x, float* out);
 
 // A kernel's row dot for one weight type. During a prefill a weight row is unpacked once for
 // four tokens (matmul_q8 takes the tokens four at a time); a decode step has one.

@@ -55,7 +55,11 @@ float block_dot(uint32_t w_type, const void* w_row, const BlockQ8* x, int n, Dot
 
 // out = x W^T (ops_cpu.h's matmul) with each token's row of x quantized by quantize_row_q8
 // first, and OpenMP threads over the rows of W. For a type without a block dot product, or
-// rows that are not whole blocks, it is matmul() itself.
+// rows that are not whole blocks, it is matmul() itself. A prompt (more than one token) goes
+// through W in tiles of kMatmulTileBytes of rows, each tile taking every token before the next
+// tile starts: the tile stays in the core's L2 cache, and the few tokens multiplied at a time
+// in L1.
+constexpr uint64_t kMatmulTileBytes = 128 * 1024;
 void matmul_q8(float* out, const float* x, const void* w, uint32_t w_type, int n_tokens, int in_dim,
                int out_dim, DotKernel kernel);
 

@@ -322,37 +322,43 @@ TEST_CASE("quant_dot: the AVX-512 VNNI kernel equals the scalar kernel bit for b
 
 TEST_CASE("quant_dot: matmul_q8 equals block_dot for every token and row, on every kernel") {
     std::mt19937 rng(4);
-    const int out_dim = 13;
     for (DotKernel kernel : {DotKernel::Scalar, DotKernel::Avx2, DotKernel::Avx512Vnni}) {
         if (!cpu_supports(kernel)) continue;
         for (uint32_t type : kBlockTypes) {
             const int in_dim = awkward_lengths(type)[1];
-            std::vector<uint8_t> w;  // (out_dim, row bytes)
-            for (int o = 0; o < out_dim; o++) {
+            const size_t row_bytes = ggml_row_bytes(type, uint64_t(in_dim));
+            // 13 rows: one tile a thread. Then two and a half tiles and a few rows more, so
+            // that each thread's share ends inside a tile.
+            const int tiled_rows = int(5 * kMatmulTileBytes / (2 * row_bytes)) + 3;
+            std::vector<uint8_t> w;  // (tiled_rows, row bytes)
+            for (int o = 0; o < tiled_rows; o++) {
                 std::vector<uint8_t> row = random_row(type, in_dim, rng);
                 w.insert(w.end(), row.begin(), row.end());
             }
-            const size_t row_bytes = w.size() / out_dim;
-            for (int n_tokens : {1, 3, 4, 9}) {  // one, four at once, and the leftovers
-                const std::string kernel_name = dot_kernel_name(kernel);
-                const std::string type_name = ggml_type_info(type).name;
-                CAPTURE(kernel_name);
-                CAPTURE(type_name);
-                CAPTURE(n_tokens);
-                std::vector<float> x = wild_activations(n_tokens * in_dim, rng);
-                std::vector<float> out(size_t(n_tokens) * out_dim, -1.0f);  // (n_tokens, out)
-                matmul_q8(out.data(), x.data(), w.data(), type, n_tokens, in_dim, out_dim, kernel);
-                std::vector<BlockQ8> xq = quantized(x);  // (n_tokens, in_dim / 32)
-                int mismatches = 0;
-                for (int t = 0; t < n_tokens; t++) {
-                    for (int o = 0; o < out_dim; o++) {
+            for (int out_dim : {13, tiled_rows}) {
+                for (int n_tokens : {1, 3, 4, 9}) {  // one, four at once, and the leftovers
+                    const std::string kernel_name = dot_kernel_name(kernel);
+                    const std::string type_name = ggml_type_info(type).name;
+                    CAPTURE(kernel_name);
+                    CAPTURE(type_name);
+                    CAPTURE(out_dim);
+                    CAPTURE(n_tokens);
+                    std::vector<float> x = wild_activations(n_tokens * in_dim, rng);
+                    std::vector<float> out(size_t(n_tokens) * out_dim, -1.0f);  // (n_tokens, out)
+                    matmul_q8(out.data(), x.data(), w.data(), type, n_tokens, in_dim, out_dim,
+                              kernel);
+                    std::vector<BlockQ8> xq = quantized(x);  // (n_tokens, in_dim / 32)
+                    int mismatches = 0;
+                    for (int t = 0; t < n_tokens; t++) {
                         const BlockQ8* token = xq.data() + t * (in_dim / kQ8BlockSize);
-                        float want = block_dot(type, w.data() + o * row_bytes, token, in_dim,
-                                               DotKernel::Scalar);
-                        mismatches += !same_bits(out[t * out_dim + o], want);
+                        for (int o = 0; o < out_dim; o++) {
+                            float want = block_dot(type, w.data() + o * row_bytes, token, in_dim,
+                                                   DotKernel::Scalar);
+                            mismatches += !same_bits(out[size_t(t) * out_dim + o], want);
+                        }
                     }
+                    CHECK(mismatches == 0);
                 }
-                CHECK(mismatches == 0);
             }
         }
     }

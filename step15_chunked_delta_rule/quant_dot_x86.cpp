@@ -38,10 +38,6 @@
 
 namespace {
 
-static_assert(sizeof(BlockQ8) == 40 && sizeof(BlockQ8) % sizeof(float) == 0,
-              "the gathers below step through BlockQ8 arrays in floats");
-constexpr int kBlockQ8Floats = int(sizeof(BlockQ8) / sizeof(float));
-
 // The weight blocks' layouts (ggml_types.h; quant_dot.cpp draws them).
 using Q8_0 = block_layout::Q8_0;
 using Q5_0 = block_layout::Q5_0;
@@ -61,18 +57,15 @@ AVX2_FUNCTION inline __m256i first_lanes(int count) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), lane_numbers());
 }
 
-// x[i].d of the group's blocks in lane i, zeros past count.
-AVX2_FUNCTION inline __m256 activation_scales(const BlockQ8* x, int count) {
-    __m256i offsets = _mm256_mullo_epi32(lane_numbers(), _mm256_set1_epi32(kBlockQ8Floats));
-    return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), &x->d, offsets,
-                                    _mm256_castsi256_ps(first_lanes(count)), 4);
+// The scales of the group's activation blocks, block i in lane i, zeros past count (a masked
+// load reads nothing there, so the last group of a row may end anywhere).
+AVX2_FUNCTION inline __m256 activation_scales(const float* scales, int count) {
+    return _mm256_maskload_ps(scales, first_lanes(count));
 }
 
-// x[i].sum of the group's blocks in lane i, zeros past count.
-AVX2_FUNCTION inline __m256i activation_sums(const BlockQ8* x, int count) {
-    __m256i offsets = _mm256_mullo_epi32(lane_numbers(), _mm256_set1_epi32(kBlockQ8Floats));
-    return _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), &x->sum, offsets, first_lanes(count),
-                                       4);
+// The sums of the group's activation blocks, block i in lane i, zeros past count.
+AVX2_FUNCTION inline __m256i activation_sums(const int32_t* sums, int count) {
+    return _mm256_maskload_epi32(sums, first_lanes(count));
 }
 
 // The f16 scales that open `count` weight blocks `stride` bytes apart, as floats in lanes
@@ -128,8 +121,8 @@ AVX2_FUNCTION inline __m256 add_scaled_sums(__m256 acc, __m256 w_scales, __m256 
 }
 
 // Q5_0's q are stored plus 16: sum (q - 16) * x = sum q * x - 16 * x.sum.
-AVX2_FUNCTION inline __m256i q5_0_remove_offset(__m256i qx, const BlockQ8* x, int count) {
-    return _mm256_sub_epi32(qx, _mm256_slli_epi32(activation_sums(x, count), 4));
+AVX2_FUNCTION inline __m256i q5_0_remove_offset(__m256i qx, const int32_t* sums, int count) {
+    return _mm256_sub_epi32(qx, _mm256_slli_epi32(activation_sums(sums, count), 4));
 }
 
 // Q4_K's eight 6-bit scales and mins (block_fields.h's unpack_k_scale_min), four bytes at a
@@ -147,15 +140,15 @@ AVX2_FUNCTION inline void q4_k_scales_mins(const uint8_t* packed, __m256i* scale
 
 // Q4_K, sub-block i: y = fma(d, scale * qx, -(dmin * (min * x.sum))), lane i += x.d * y.
 AVX2_FUNCTION inline __m256 add_q4_k_group(__m256 acc, const uint8_t* block, __m256i qx,
-                                           const BlockQ8* x) {
+                                           const float* x_scales, const int32_t* x_sums) {
     __m256i scales, mins;
     q4_k_scales_mins(block + Q4_K::kOffsetScales, &scales, &mins);
     __m256 scaled = _mm256_cvtepi32_ps(_mm256_mullo_epi32(scales, qx));
-    __m256 offsets = _mm256_cvtepi32_ps(_mm256_mullo_epi32(mins, activation_sums(x, kDotLanes)));
+    __m256 offsets = _mm256_cvtepi32_ps(_mm256_mullo_epi32(mins, activation_sums(x_sums, kDotLanes)));
     __m256 min_part = _mm256_mul_ps(_mm256_set1_ps(f16_scalar(block + Q4_K::kOffsetDmin)), offsets);
     __m256 y =
         _mm256_fmsub_ps(_mm256_set1_ps(f16_scalar(block + Q4_K::kOffsetD)), scaled, min_part);
-    return _mm256_fmadd_ps(activation_scales(x, kDotLanes), y, acc);
+    return _mm256_fmadd_ps(activation_scales(x_scales, kDotLanes), y, acc);
 }
 
 // Q6_K's sixteen signed sub-block scales, for activation block j (sub-blocks 2j and 2j + 1):
@@ -228,8 +221,8 @@ AVX2_FUNCTION inline __m256i q6_k_scaled_dot_avx2(__m256i q, __m256i xq, __m256i
 }
 
 template <int kTokens>
-AVX2_FUNCTION void q8_0_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_blocks,
-                                  float* out) {
+AVX2_FUNCTION void q8_0_rows_avx2(const uint8_t* w_row, Q8Rows x, float* out) {
+    const int n_blocks = x.n_blocks;
     __m256 acc[kTokens];
     for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int b = 0; b < n_blocks; b += kDotLanes) {
@@ -243,7 +236,7 @@ AVX2_FUNCTION void q8_0_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
                 __m256i q = load_256(w + i * Q8_0::kBytes + Q8_0::kOffsetQs);
 #pragma GCC unroll 4
                 for (int t = 0; t < kTokens; t++)
-                    v[t] = q8_0_dot_avx2(q, load_256(x[int64_t(t) * n_blocks + b + i].q));
+                    v[t] = q8_0_dot_avx2(q, load_256(x.blocks[int64_t(t) * n_blocks + b + i].q));
             }
 #pragma GCC unroll 4
             for (int t = 0; t < kTokens; t++) pair_up(pairs[t], i, v[t]);
@@ -251,8 +244,8 @@ AVX2_FUNCTION void q8_0_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
         __m256 w_scales = weight_scales(w, Q8_0::kBytes, count);
 #pragma GCC unroll 4
         for (int t = 0; t < kTokens; t++) {
-            const BlockQ8* xt = x + int64_t(t) * n_blocks + b;
-            acc[t] = add_scaled_sums(acc[t], w_scales, activation_scales(xt, count),
+            const int64_t at = int64_t(t) * n_blocks + b;
+            acc[t] = add_scaled_sums(acc[t], w_scales, activation_scales(x.scales + at, count),
                                      sum_block_pairs(pairs[t]));
         }
     }
@@ -260,8 +253,8 @@ AVX2_FUNCTION void q8_0_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
 }
 
 template <int kTokens>
-AVX2_FUNCTION void q5_0_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_blocks,
-                                  float* out) {
+AVX2_FUNCTION void q5_0_rows_avx2(const uint8_t* w_row, Q8Rows x, float* out) {
+    const int n_blocks = x.n_blocks;
     __m256 acc[kTokens];
     for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int b = 0; b < n_blocks; b += kDotLanes) {
@@ -275,7 +268,7 @@ AVX2_FUNCTION void q5_0_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
                 __m256i q = q5_0_values_avx2(w + i * Q5_0::kBytes);
 #pragma GCC unroll 4
                 for (int t = 0; t < kTokens; t++)
-                    v[t] = dot_u8_s8_avx2(q, load_256(x[int64_t(t) * n_blocks + b + i].q));
+                    v[t] = dot_u8_s8_avx2(q, load_256(x.blocks[int64_t(t) * n_blocks + b + i].q));
             }
 #pragma GCC unroll 4
             for (int t = 0; t < kTokens; t++) pair_up(pairs[t], i, v[t]);
@@ -283,17 +276,18 @@ AVX2_FUNCTION void q5_0_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
         __m256 w_scales = weight_scales(w, Q5_0::kBytes, count);
 #pragma GCC unroll 4
         for (int t = 0; t < kTokens; t++) {
-            const BlockQ8* xt = x + int64_t(t) * n_blocks + b;
-            __m256i isums = q5_0_remove_offset(sum_block_pairs(pairs[t]), xt, count);
-            acc[t] = add_scaled_sums(acc[t], w_scales, activation_scales(xt, count), isums);
+            const int64_t at = int64_t(t) * n_blocks + b;
+            __m256i isums = q5_0_remove_offset(sum_block_pairs(pairs[t]), x.sums + at, count);
+            acc[t] = add_scaled_sums(acc[t], w_scales, activation_scales(x.scales + at, count),
+                                     isums);
         }
     }
     for (int t = 0; t < kTokens; t++) out[t] = finish_row(acc[t]);
 }
 
 template <int kTokens>
-AVX2_FUNCTION void q4_k_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_blocks,
-                                  float* out) {
+AVX2_FUNCTION void q4_k_rows_avx2(const uint8_t* w_row, Q8Rows x, float* out) {
+    const int n_blocks = x.n_blocks;
     __m256 acc[kTokens];
     for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int b = 0; b < n_blocks; b += kDotLanes) {
@@ -305,7 +299,7 @@ AVX2_FUNCTION void q4_k_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
             __m256i q_low = q4_k_values(packed, false), q_high = q4_k_values(packed, true);
 #pragma GCC unroll 4
             for (int t = 0; t < kTokens; t++) {
-                const BlockQ8* xt = x + int64_t(t) * n_blocks + b + 2 * c;
+                const BlockQ8* xt = x.blocks + int64_t(t) * n_blocks + b + 2 * c;
                 pairs[t][c] = _mm256_hadd_epi32(dot_u8_s8_avx2(q_low, load_256(xt[0].q)),
                                                 dot_u8_s8_avx2(q_high, load_256(xt[1].q)));
             }
@@ -313,14 +307,15 @@ AVX2_FUNCTION void q4_k_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
 #pragma GCC unroll 4
         for (int t = 0; t < kTokens; t++)
             acc[t] = add_q4_k_group(acc[t], block, sum_block_pairs(pairs[t]),
-                                    x + int64_t(t) * n_blocks + b);
+                                    x.scales + int64_t(t) * n_blocks + b,
+                                    x.sums + int64_t(t) * n_blocks + b);
     }
     for (int t = 0; t < kTokens; t++) out[t] = finish_row(acc[t]);
 }
 
 template <int kTokens>
-AVX2_FUNCTION void q6_k_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_blocks,
-                                  float* out) {
+AVX2_FUNCTION void q6_k_rows_avx2(const uint8_t* w_row, Q8Rows x, float* out) {
+    const int n_blocks = x.n_blocks;
     __m256 acc[kTokens];
     for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int b = 0; b < n_blocks; b += kDotLanes) {
@@ -340,7 +335,7 @@ AVX2_FUNCTION void q6_k_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
                 __m256i scale_pair = q6_k_scale_pair(scales, j);
 #pragma GCC unroll 4
                 for (int t = 0; t < kTokens; t++) {
-                    __m256i xq = load_256(x[int64_t(t) * n_blocks + b + j].q);
+                    __m256i xq = load_256(x.blocks[int64_t(t) * n_blocks + b + j].q);
                     __m256i v = q6_k_scaled_dot_avx2(q, xq, scale_pair);
                     pair_up(pairs[t], j, v);
                 }
@@ -349,8 +344,8 @@ AVX2_FUNCTION void q6_k_rows_avx2(const uint8_t* w_row, const BlockQ8* x, int n_
         __m256 d = _mm256_set1_ps(f16_scalar(block + Q6_K::kOffsetD));
 #pragma GCC unroll 4
         for (int t = 0; t < kTokens; t++) {
-            const BlockQ8* xt = x + int64_t(t) * n_blocks + b;
-            acc[t] = add_scaled_sums(acc[t], d, activation_scales(xt, kDotLanes),
+            const int64_t at = int64_t(t) * n_blocks + b;
+            acc[t] = add_scaled_sums(acc[t], d, activation_scales(x.scales + at, kDotLanes),
                                      sum_block_pairs(pairs[t]));
         }
     }
@@ -383,8 +378,8 @@ VNNI_FUNCTION inline __m256i q5_0_values_vnni(const uint8_t* block) {
 }
 
 template <int kTokens>
-VNNI_FUNCTION void q8_0_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_blocks,
-                                  float* out) {
+VNNI_FUNCTION void q8_0_rows_vnni(const uint8_t* w_row, Q8Rows x, float* out) {
+    const int n_blocks = x.n_blocks;
     __m256 acc[kTokens];
     for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int b = 0; b < n_blocks; b += kDotLanes) {
@@ -398,7 +393,7 @@ VNNI_FUNCTION void q8_0_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_
                 __m256i q = load_256(w + i * Q8_0::kBytes + Q8_0::kOffsetQs);
 #pragma GCC unroll 4
                 for (int t = 0; t < kTokens; t++)
-                    v[t] = q8_0_dot_vnni(q, load_256(x[int64_t(t) * n_blocks + b + i].q));
+                    v[t] = q8_0_dot_vnni(q, load_256(x.blocks[int64_t(t) * n_blocks + b + i].q));
             }
 #pragma GCC unroll 4
             for (int t = 0; t < kTokens; t++) pair_up(pairs[t], i, v[t]);
@@ -406,8 +401,8 @@ VNNI_FUNCTION void q8_0_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_
         __m256 w_scales = weight_scales(w, Q8_0::kBytes, count);
 #pragma GCC unroll 4
         for (int t = 0; t < kTokens; t++) {
-            const BlockQ8* xt = x + int64_t(t) * n_blocks + b;
-            acc[t] = add_scaled_sums(acc[t], w_scales, activation_scales(xt, count),
+            const int64_t at = int64_t(t) * n_blocks + b;
+            acc[t] = add_scaled_sums(acc[t], w_scales, activation_scales(x.scales + at, count),
                                      sum_block_pairs(pairs[t]));
         }
     }
@@ -415,8 +410,8 @@ VNNI_FUNCTION void q8_0_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_
 }
 
 template <int kTokens>
-VNNI_FUNCTION void q5_0_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_blocks,
-                                  float* out) {
+VNNI_FUNCTION void q5_0_rows_vnni(const uint8_t* w_row, Q8Rows x, float* out) {
+    const int n_blocks = x.n_blocks;
     __m256 acc[kTokens];
     for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int b = 0; b < n_blocks; b += kDotLanes) {
@@ -430,7 +425,7 @@ VNNI_FUNCTION void q5_0_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_
                 __m256i q = q5_0_values_vnni(w + i * Q5_0::kBytes);
 #pragma GCC unroll 4
                 for (int t = 0; t < kTokens; t++)
-                    v[t] = dot_u8_s8_vnni(q, load_256(x[int64_t(t) * n_blocks + b + i].q));
+                    v[t] = dot_u8_s8_vnni(q, load_256(x.blocks[int64_t(t) * n_blocks + b + i].q));
             }
 #pragma GCC unroll 4
             for (int t = 0; t < kTokens; t++) pair_up(pairs[t], i, v[t]);
@@ -438,17 +433,18 @@ VNNI_FUNCTION void q5_0_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_
         __m256 w_scales = weight_scales(w, Q5_0::kBytes, count);
 #pragma GCC unroll 4
         for (int t = 0; t < kTokens; t++) {
-            const BlockQ8* xt = x + int64_t(t) * n_blocks + b;
-            __m256i isums = q5_0_remove_offset(sum_block_pairs(pairs[t]), xt, count);
-            acc[t] = add_scaled_sums(acc[t], w_scales, activation_scales(xt, count), isums);
+            const int64_t at = int64_t(t) * n_blocks + b;
+            __m256i isums = q5_0_remove_offset(sum_block_pairs(pairs[t]), x.sums + at, count);
+            acc[t] = add_scaled_sums(acc[t], w_scales, activation_scales(x.scales + at, count),
+                                     isums);
         }
     }
     for (int t = 0; t < kTokens; t++) out[t] = finish_row(acc[t]);
 }
 
 template <int kTokens>
-VNNI_FUNCTION void q4_k_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_blocks,
-                                  float* out) {
+VNNI_FUNCTION void q4_k_rows_vnni(const uint8_t* w_row, Q8Rows x, float* out) {
+    const int n_blocks = x.n_blocks;
     __m256 acc[kTokens];
     for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int b = 0; b < n_blocks; b += kDotLanes) {
@@ -460,7 +456,7 @@ VNNI_FUNCTION void q4_k_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_
             __m256i q_low = q4_k_values(packed, false), q_high = q4_k_values(packed, true);
 #pragma GCC unroll 4
             for (int t = 0; t < kTokens; t++) {
-                const BlockQ8* xt = x + int64_t(t) * n_blocks + b + 2 * c;
+                const BlockQ8* xt = x.blocks + int64_t(t) * n_blocks + b + 2 * c;
                 pairs[t][c] = _mm256_hadd_epi32(dot_u8_s8_vnni(q_low, load_256(xt[0].q)),
                                                 dot_u8_s8_vnni(q_high, load_256(xt[1].q)));
             }
@@ -468,7 +464,8 @@ VNNI_FUNCTION void q4_k_rows_vnni(const uint8_t* w_row, const BlockQ8* x, int n_
 #pragma GCC unroll 4
         for (int t = 0; t < kTokens; t++)
             acc[t] = add_q4_k_group(acc[t], block, sum_block_pairs(pairs[t]),
-                                    x + int64_t(t) * n_blocks + b);
+                                    x.scales + int64_t(t) * n_blocks + b,
+                                    x.sums + int64_t(t) * n_blocks + b);
     }
     for (int t = 0; t < kTokens; t++) out[t] = finish_row(acc[t]);
 }

@@ -13,7 +13,8 @@
 // median of runs over many copies of the matrix, taken in turn, so that every run reads its
 // weights from memory as a decode step does, not from a cache; SECONDS (default 1) is how long
 // each measurement may take. Printed: milliseconds, GB/s of weights read (10^9 bytes), and for
-// 64 tokens (a prefill) GMAC/s; then what one decode step's matmuls add up to.
+// 512 tokens (a prompt, as tools/bench/bench_prompt.txt) GMAC/s; then what one decode step's
+// and one prompt's matmuls add up to.
 #include <omp.h>
 
 #include <algorithm>
@@ -37,21 +38,22 @@ struct Shape {
     const char* tensors;
     GgmlType type;
     int rows, cols;
-    int per_token;  // matrices of this shape and type that one decode step multiplies
+    int per_token;   // matrices of this shape and type that one decode step multiplies
+    int per_prompt;  // of those, the ones a prompt multiplies with every token (not the LM head)
 };
 
 // The 24 layers' matrices and the LM head (token_embd is only looked up).
 const Shape kShapes[] = {
-    {"attn_q, attn_output", GgmlType::Q5_0, 896, 896, 48},
-    {"attn_k, attn_v", GgmlType::Q5_0, 128, 896, 36},
-    {"attn_v", GgmlType::Q8_0, 128, 896, 12},
-    {"ffn_gate, ffn_up", GgmlType::Q5_0, 4864, 896, 48},
-    {"ffn_down", GgmlType::Q4_K, 896, 4864, 12},
-    {"ffn_down", GgmlType::Q6_K, 896, 4864, 12},
-    {"output (LM head)", GgmlType::Q8_0, 151936, 896, 1},
+    {"attn_q, attn_output", GgmlType::Q5_0, 896, 896, 48, 48},
+    {"attn_k, attn_v", GgmlType::Q5_0, 128, 896, 36, 36},
+    {"attn_v", GgmlType::Q8_0, 128, 896, 12, 12},
+    {"ffn_gate, ffn_up", GgmlType::Q5_0, 4864, 896, 48, 48},
+    {"ffn_down", GgmlType::Q4_K, 896, 4864, 12, 12},
+    {"ffn_down", GgmlType::Q6_K, 896, 4864, 12, 12},
+    {"output (LM head)", GgmlType::Q8_0, 151936, 896, 1, 0},
 };
 
-constexpr int kPrefillTokens = 64;
+constexpr int kPrefillTokens = 512;
 constexpr double kCopiesBytes = 1.5e9;  // above the last-level cache (lscpu: 480 MiB here)
 
 // Random bytes with every f16 scale a small normal number, as in test_quant_dot.cpp.
@@ -138,6 +140,7 @@ int main(int argc, char** argv) {
         std::printf("%-20s %-5s %13s %6s  %-13s %9s %7s %7s\n", "tensors", "type", "rows x cols",
                     "tokens", "method", "ms", "GB/s", "GMAC/s");
         std::vector<double> decode_ms(methods.size(), 0.0);  // (methods) one decode step's
+        std::vector<double> prompt_ms(methods.size(), 0.0);  // (methods) one prompt's
         double decode_bytes = 0.0;
         for (const Shape& shape : kShapes) {
             const uint32_t type = uint32_t(shape.type);
@@ -150,12 +153,16 @@ int main(int argc, char** argv) {
             decode_bytes += shape.per_token * bytes;
             std::mt19937 rng(8);
             std::normal_distribution<float> normal(0.0f, 1.0f);
-            std::vector<float> x(size_t(kPrefillTokens) * shape.cols);  // (64, cols)
+            std::vector<float> x(size_t(kPrefillTokens) * shape.cols);  // (512, cols)
             for (float& value : x) value = normal(rng);
-            std::vector<float> out(size_t(kPrefillTokens) * shape.rows);  // (64, rows)
+            std::vector<float> out(size_t(kPrefillTokens) * shape.rows);  // (512, rows)
             for (int n_tokens : {1, kPrefillTokens}) {
+                if (n_tokens > 1 && shape.per_prompt == 0) continue;
                 for (size_t m = 0; m < methods.size(); m++) {
                     const Method& method = methods[m];
+                    // The scalar kernel defines the results; its speed on a prompt is no news.
+                    if (n_tokens > 1 && !method.exact && method.kernel == DotKernel::Scalar)
+                        continue;
                     double ms = median_ms(seconds, [&](int run) {
                         const uint8_t* w = copies.data() + (run % n_copies) * matrix.size();
                         if (method.exact)
@@ -165,6 +172,7 @@ int main(int argc, char** argv) {
                                       shape.rows, method.kernel);
                     });
                     if (n_tokens == 1) decode_ms[m] += shape.per_token * ms;
+                    else prompt_ms[m] += shape.per_prompt * ms;
                     double macs = double(shape.rows) * shape.cols * n_tokens;
                     std::printf("%-20s %-5s %6d x %-5d %6d  %-13s %9.3f %7.2f", shape.tensors,
                                 ggml_type_info(type).name, shape.rows, shape.cols, n_tokens,
@@ -181,6 +189,11 @@ int main(int argc, char** argv) {
         for (size_t m = 0; m < methods.size(); m++)
             std::printf("  %-13s %8.2f ms  %6.2f GB/s\n", methods[m].name.c_str(), decode_ms[m],
                         decode_bytes / decode_ms[m] / 1e6);
+        std::printf("\none prompt's matmuls, %d tokens (the LM head aside):\n", kPrefillTokens);
+        for (size_t m = 0; m < methods.size(); m++)
+            if (prompt_ms[m] > 0)
+                std::printf("  %-13s %8.1f ms  %6.1f tokens/s\n", methods[m].name.c_str(),
+                            prompt_ms[m], kPrefillTokens / prompt_ms[m] * 1e3);
         return 0;
     } catch (const Error& error) {
         std::fprintf(stderr, "error: %s\n", error.what());
