@@ -19,6 +19,7 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "block_fields.h"
@@ -246,28 +247,25 @@ struct QuantizedRows {
     }
 };
 
-// The blocks' scales and sums of tokens [first, end), copied beside them.
-void copy_scales_sums(QuantizedRows& x, int first, int end) {
-    for (int64_t i = int64_t(first) * x.n_blocks; i < int64_t(end) * x.n_blocks; i++) {
-        x.scales[i] = x.blocks[i].d;
-        x.sums[i] = x.blocks[i].sum;
+// The blocks, rows of n_blocks each, with their scales and sums copied beside them.
+QuantizedRows with_scales_sums(std::vector<BlockQ8> blocks, int n_blocks) {
+    QuantizedRows x{std::move(blocks), {}, {}, n_blocks};
+    for (const BlockQ8& block : x.blocks) {
+        x.scales.push_back(block.d);
+        x.sums.push_back(block.sum);
     }
+    return x;
 }
 
 // x (n_tokens, in_dim) quantized a row at a time; a prompt's rows by all threads (about 1.5
 // ns a value on one).
 QuantizedRows quantize_rows(const float* x, int n_tokens, int in_dim) {
-    QuantizedRows q;
-    q.n_blocks = in_dim / kQ8BlockSize;
-    q.blocks.resize(size_t(n_tokens) * q.n_blocks);
-    q.scales.resize(q.blocks.size());
-    q.sums.resize(q.blocks.size());
+    const int n_blocks = in_dim / kQ8BlockSize;
+    std::vector<BlockQ8> blocks(size_t(n_tokens) * n_blocks);  // (n_tokens, n_blocks)
 #pragma omp parallel for schedule(static) if (n_tokens > 1)
-    for (int t = 0; t < n_tokens; t++) {
-        quantize_row_q8(x + int64_t(t) * in_dim, q.blocks.data() + int64_t(t) * q.n_blocks, in_dim);
-        copy_scales_sums(q, t, t + 1);
-    }
-    return q;
+    for (int t = 0; t < n_tokens; t++)
+        quantize_row_q8(x + int64_t(t) * in_dim, blocks.data() + int64_t(t) * n_blocks, in_dim);
+    return with_scales_sums(std::move(blocks), n_blocks);
 }
 
 struct KernelName {
@@ -313,12 +311,8 @@ float block_dot(uint32_t w_type, const void* w_row, const BlockQ8* x, int n, Dot
     if (!whole_blocks(w_type, n))
         fail("a row of %d %s weights is not a whole number of its blocks and of 32", n,
              ggml_type_info(w_type).name);
-    QuantizedRows rows;
-    rows.n_blocks = n / kQ8BlockSize;
-    rows.blocks.assign(x, x + rows.n_blocks);
-    rows.scales.resize(rows.n_blocks);
-    rows.sums.resize(rows.n_blocks);
-    copy_scales_sums(rows, 0, 1);
+    const int n_blocks = n / kQ8BlockSize;
+    const QuantizedRows rows = with_scales_sums(std::vector<BlockQ8>(x, x + n_blocks), n_blocks);
     float sum;
     row_dots(w_type, kernel).one_token(static_cast<const uint8_t*>(w_row), rows.from(0), &sum);
     return sum;

@@ -22,67 +22,13 @@
 #include "error.h"
 #include "ops_cpu.h"
 #include "ops_cuda.h"
+#include "test_delta_rule_inputs.h"
 #include "test_gpu.h"
 #include "test_random_weights.h"
 
 namespace {
 
-struct RuleShape {
-    int n_key_heads, n_value_heads, dk, dv;
-};
-
-// Where the log decays g are drawn from: e^g near 0, near 1, or each token one or the other.
-enum class Decays { NearZero, NearOne, Mixed };
-
-std::string decays_name(Decays d) {
-    return d == Decays::NearZero ? "near 0" : d == Decays::NearOne ? "near 1" : "mixed";
-}
-
-// One prompt's inputs to the rule, and the state an earlier call left.
-struct RuleInputs {
-    std::vector<float> q, k;     // (n_tokens, n_key_heads, dk)
-    std::vector<float> v;        // (n_tokens, n_value_heads, dv)
-    std::vector<float> g, beta;  // (n_tokens, n_value_heads)
-    std::vector<float> state;    // (n_value_heads, dk, dv)
-};
-
-RuleInputs rule_inputs(const RuleShape& s, int n_tokens, Decays decays, uint32_t seed) {
-    const size_t keys = size_t(n_tokens) * s.n_key_heads * s.dk;
-    const size_t gates = size_t(n_tokens) * s.n_value_heads;
-    RuleInputs in;
-    // q of length 1 / sqrt(dk) and k of length 1, as l2_normalize_rows makes them in the layer.
-    in.q = random_values(keys, seed);
-    in.k = random_values(keys, seed + 1);
-    l2_normalize_rows(in.q.data(), n_tokens * s.n_key_heads, s.dk, 1e-6f,
-                      1.0f / std::sqrt(float(s.dk)));
-    l2_normalize_rows(in.k.data(), n_tokens * s.n_key_heads, s.dk, 1e-6f, 1.0f);
-    in.v = random_values(gates * s.dv, seed + 2);
-    in.g.resize(gates);
-    std::mt19937 generator(seed + 3);
-    std::uniform_real_distribution<float> near_zero(-12.0f, -8.0f), near_one(-2e-4f, -5e-5f);
-    std::bernoulli_distribution coin(0.5);
-    for (float& x : in.g) {
-        const bool zero =
-            decays == Decays::NearZero || (decays == Decays::Mixed && coin(generator));
-        x = zero ? near_zero(generator) : near_one(generator);
-    }
-    in.beta = random_values(gates, seed + 4, 0.01f, 0.99f);
-    in.state = random_values(size_t(s.n_value_heads) * s.dk * s.dv, seed + 5, -0.5f, 0.5f);
-    return in;
-}
-
-struct RuleResult {
-    std::vector<float> out;    // (n_tokens, n_value_heads, dv)
-    std::vector<float> state;  // (n_value_heads, dk, dv) after the last token
-};
-
-RuleResult cpu_recurrent(const RuleShape& s, const RuleInputs& in, int n_tokens) {
-    RuleResult r{std::vector<float>(in.v.size()), in.state};
-    gated_delta_rule(r.out.data(), r.state.data(), in.q.data(), in.k.data(), in.v.data(),
-                     in.g.data(), in.beta.data(), n_tokens, s.n_key_heads, s.n_value_heads, s.dk,
-                     s.dv);
-    return r;
-}
+using namespace delta_rule_checks;
 
 // A GPU rule, chunked or token by token, its tokens given in two calls: [0, split), then
 // [split, n_tokens).
@@ -114,44 +60,6 @@ RuleResult gpu_rule(GpuRule rule, const RuleShape& s, const RuleInputs& in, int 
                                   s.n_value_heads, s.dk, s.dv);
     }
     return {out.download(), state.download()};
-}
-
-// The recurrence with every value in double: the exact result, nearly.
-RuleResult recurrent_in_double(const RuleShape& s, const RuleInputs& in, int n_tokens) {
-    const int dk = s.dk, dv = s.dv;
-    std::vector<double> state(in.state.begin(), in.state.end()), out(in.v.size());
-    std::vector<double> delta(dv);
-    for (int h = 0; h < s.n_value_heads; h++) {
-        double* S = state.data() + size_t(h) * dk * dv;  // (dk, dv)
-        for (int t = 0; t < n_tokens; t++) {
-            const size_t key_row = (size_t(t) * s.n_key_heads + h % s.n_key_heads) * dk;
-            const size_t gate = size_t(t) * s.n_value_heads + h;
-            const double decay = std::exp(double(in.g[gate]));
-            for (double& x : delta) x = 0.0;
-            for (int i = 0; i < dk; i++)
-                for (int j = 0; j < dv; j++) {
-                    S[i * dv + j] *= decay;
-                    delta[j] += S[i * dv + j] * in.k[key_row + i];
-                }
-            for (int j = 0; j < dv; j++)
-                delta[j] = in.beta[gate] * (in.v[gate * dv + j] - delta[j]);
-            for (int j = 0; j < dv; j++) out[gate * dv + j] = 0.0;
-            for (int i = 0; i < dk; i++)
-                for (int j = 0; j < dv; j++) {
-                    S[i * dv + j] += in.k[key_row + i] * delta[j];
-                    out[gate * dv + j] += S[i * dv + j] * in.q[key_row + i];
-                }
-        }
-    }
-    return {std::vector<float>(out.begin(), out.end()),
-            std::vector<float>(state.begin(), state.end())};
-}
-
-double largest_difference(const std::vector<float>& a, const std::vector<float>& b) {
-    double largest = 0.0;
-    for (size_t i = 0; i < a.size(); i++)
-        largest = std::max(largest, std::fabs(double(a[i]) - double(b[i])));
-    return largest;
 }
 
 // The bound on |gpu chunked - recurrent|, derived in chunked_delta_rule.cu's header: every
@@ -210,7 +118,7 @@ TEST_CASE(
                 CAPTURE(s.n_value_heads);
                 CAPTURE(s.dk);
                 const RuleInputs in = rule_inputs(s, n_tokens, decays, 80);
-                const RuleResult expected = cpu_recurrent(s, in, n_tokens);
+                const RuleResult expected = recurrent(s, in, n_tokens);
                 const RuleResult got = gpu_rule(GpuRule::Chunked, s, in, n_tokens, n_tokens);
                 check_close(got.out, expected.out, kGpuChunkBound, s.dv);
                 check_close(got.state, expected.state, kGpuChunkBound, s.dv);
@@ -240,7 +148,7 @@ TEST_CASE("gpu::chunked_gated_delta_rule: keys nearly parallel and beta near 1 (
     for (size_t i = 0; i < in.k.size(); i++) in.k[i] = (i % s.dk == 0 ? 1.0f : 0.0f) + noise[i];
     l2_normalize_rows(in.k.data(), n_tokens * s.n_key_heads, s.dk, 1e-6f, 1.0f);
     in.beta = random_values(in.beta.size(), 83, 0.9f, 0.99f);
-    const RuleResult expected = cpu_recurrent(s, in, n_tokens);
+    const RuleResult expected = recurrent(s, in, n_tokens);
     const RuleResult got = gpu_rule(GpuRule::Chunked, s, in, n_tokens, n_tokens);
     check_close(got.out, expected.out, kGpuChunkBound, s.dv);
     check_close(got.state, expected.state, kGpuChunkBound, s.dv);
@@ -263,7 +171,7 @@ TEST_CASE("gpu::chunked_gated_delta_rule: a prompt in two calls, the state carri
             check_close(at_chunk.state, whole.state, {0.0, 0.0}, s.dv);
             // Cut anywhere (a chat's turn): other chunks, other roundings, within the bound of
             // the recurrence both.
-            const RuleResult expected = cpu_recurrent(s, in, n_tokens);
+            const RuleResult expected = recurrent(s, in, n_tokens);
             for (int split : {1, 37, 999}) {
                 CAPTURE(split);
                 const RuleResult pieces = gpu_rule(GpuRule::Chunked, s, in, n_tokens, split);
@@ -316,7 +224,7 @@ TEST_CASE("the GPU chunk bound holds the split form, not plain F16 operands") {
             std::min<int>(kDeltaChunkSize, n_tokens - first), s.n_key_heads, s.n_value_heads, s.dk,
             s.dv);
     }
-    const RuleResult expected = cpu_recurrent(s, in, n_tokens);
+    const RuleResult expected = recurrent(s, in, n_tokens);
     std::string report;
     CHECK(count_mismatches(f16.state, expected.state, kGpuChunkBound, report) >
           int(expected.state.size()) / 2);
