@@ -217,6 +217,19 @@ kernels_tensor_cores() {  # NN: the step's GEMM and attention kernels next to cu
     note "kernels timed: $(wc -l <"$tsv") rows (OUT/kernels.tsv)"
 }
 
+kernels_chunked() {  # NN: the chunked delta rule beside step 14's recurrence, one layer's heads
+    local step size tokens binary=build/bench/bench_chunked_delta_rule tsv=$out/kernels.tsv
+    step=$(ls -d step"$1"_*)
+    mkdir -p build/bench
+    nvcc -O2 -std=c++17 -arch=sm_"${CUDA_ARCHS:-90}" -I"$step" -Icommon \
+        tools/bench/bench_chunked_delta_rule.cu "$step"/*.cu "$step"/ggml_types.cpp -o "$binary" \
+        >>"$out/build.log" 2>&1 || { note "bench_chunked_delta_rule: build FAILED"; return; }
+    for size in 0.8b 4b; do
+        for tokens in 512 4096 16384; do timeout 60 "$binary" "$size" "$tokens" >>"$tsv" 2>&1; done
+    done
+    note "kernels timed: $(wc -l <"$tsv") rows (OUT/kernels.tsv)"
+}
+
 # ---- speed records ----
 
 engine_steps() {  # the steps an ENGINES list runs
@@ -324,6 +337,7 @@ for text in "${lines[@]}"; do
         sanitize:*) sanitize "$step" "$action" "${args[@]}" ;;
         kernels:ops) kernels_ops "$step" "${args[@]}" ;;
         kernels:tensor-cores) kernels_tensor_cores "$step" ;;
+        kernels:chunked) kernels_chunked "$step" ;;
         record:series) record_series "$step" "${args[@]}" ;;
         record:prompts) record_prompts "$step" "${args[@]}" ;;
         *) note "steps.txt: unknown action '${line[*]}'" ;;
