@@ -255,6 +255,8 @@ struct QuantizedRows {
 // The blocks, rows of n_blocks each, with their scales and sums copied beside them.
 QuantizedRows with_scales_sums(std::vector<BlockQ8> blocks, int n_blocks) {
     QuantizedRows x{std::move(blocks), {}, {}, n_blocks};
+    x.scales.reserve(x.blocks.size());
+    x.sums.reserve(x.blocks.size());
     for (const BlockQ8& block : x.blocks) {
         x.scales.push_back(block.d);
         x.sums.push_back(block.sum);
