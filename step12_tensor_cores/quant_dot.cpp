@@ -199,15 +199,22 @@ float block_dot_q6_k_scalar(const uint8_t* w_row, const BlockQ8* x, int n_blocks
 }
 
 // A scalar block dot as a RowDot: the tokens one after another.
-template <float (*kBlockDot)(const uint8_t*, const BlockQ8*, int), int kTokens>
-void scalar_rows(const uint8_t* w_row, Q8Rows x, float* out) {
-    for (int t = 0; t < kTokens; t++)
+template <float (*kBlockDot)(const uint8_t*, const BlockQ8*, int)>
+void scalar_tokens(const uint8_t* w_row, Q8Rows x, float* out) {
+    for (int t = 0; t < kRowDotTokens; t++)
         out[t] = kBlockDot(w_row, x.blocks + int64_t(t) * x.n_blocks, x.n_blocks);
+}
+
+// And as a RowsDot: the rows one after another.
+template <float (*kBlockDot)(const uint8_t*, const BlockQ8*, int)>
+void scalar_rows(const uint8_t* w_rows, uint64_t row_bytes, int n_rows, Q8Rows x, float* out) {
+    for (int o = 0; o < n_rows; o++)
+        out[o] = kBlockDot(w_rows + o * row_bytes, x.blocks, x.n_blocks);
 }
 
 template <float (*kBlockDot)(const uint8_t*, const BlockQ8*, int)>
 RowDots scalar_row_dots() {
-    return {scalar_rows<kBlockDot, 1>, scalar_rows<kBlockDot, kRowDotTokens>};
+    return {scalar_rows<kBlockDot>, scalar_tokens<kBlockDot>};
 }
 
 // The kernel's row dots for w_type (one with a block dot product); fails for a kernel this
@@ -224,8 +231,6 @@ RowDots row_dots(uint32_t w_type, DotKernel kernel) {
         default: fail("%s weights have no block dot product", ggml_type_info(w_type).name);
     }
 }
-
-constexpr uint64_t kPrefetchBytes = 2048, kCacheLineBytes = 64;
 
 // Rows of in_dim weights that the block dot products take: whole weight blocks and whole
 // activation blocks.
@@ -250,6 +255,8 @@ struct QuantizedRows {
 // The blocks, rows of n_blocks each, with their scales and sums copied beside them.
 QuantizedRows with_scales_sums(std::vector<BlockQ8> blocks, int n_blocks) {
     QuantizedRows x{std::move(blocks), {}, {}, n_blocks};
+    x.scales.reserve(x.blocks.size());
+    x.sums.reserve(x.blocks.size());
     for (const BlockQ8& block : x.blocks) {
         x.scales.push_back(block.d);
         x.sums.push_back(block.sum);
@@ -313,33 +320,37 @@ float block_dot(uint32_t w_type, const void* w_row, const BlockQ8* x, int n, Dot
              ggml_type_info(w_type).name);
     const int n_blocks = n / kQ8BlockSize;
     const QuantizedRows rows = with_scales_sums(std::vector<BlockQ8>(x, x + n_blocks), n_blocks);
+    const uint8_t* row = static_cast<const uint8_t*>(w_row);
+    const uint64_t row_bytes = ggml_row_bytes(w_type, uint64_t(n));
     float sum;
-    row_dots(w_type, kernel).one_token(static_cast<const uint8_t*>(w_row), rows.from(0), &sum);
+    row_dots(w_type, kernel).one_token(row, row_bytes, 1, rows.from(0), &sum);
     return sum;
 }
 
 namespace {
 
+// Thread `me` of `threads` takes rows [first, end) of out_dim: a contiguous share.
+struct RowShare {
+    int first, end;
+};
+RowShare row_share(int out_dim) {
+    const int threads = omp_get_num_threads(), me = omp_get_thread_num();
+    return {int(int64_t(out_dim) * me / threads), int(int64_t(out_dim) * (me + 1) / threads)};
+}
+
 // One token: each thread streams through its own contiguous share of W's rows, a row read from
-// memory once.
+// memory once, in one call of the row kernel.
 void matvec_q8(float* out, const QuantizedRows& xq, const uint8_t* rows, uint64_t row_bytes,
-               int out_dim, RowDot one_token) {
-    const uint64_t matrix_bytes = uint64_t(out_dim) * row_bytes;
+               int out_dim, RowsDot one_token) {
     // An exception must not leave an OpenMP region (it would end the program): the assignment's
     // stubs fail in there, so the first failure is carried out and thrown after it.
     std::exception_ptr failure;
-#pragma omp parallel for schedule(static)
-    for (int o = 0; o < out_dim; o++) {
-        const uint64_t row_start = uint64_t(o) * row_bytes;
-        // The hardware prefetchers stop at every 4 KB page, and the kernels, faster than
-        // memory, would wait there for the first lines of each page. Asking for a row's worth
-        // of bytes kPrefetchBytes ahead as each row starts keeps the reads flowing: 30-50%
-        // more GB/s on one thread here, where 1-2 KB ahead measured best.
-        const uint64_t ahead_end = std::min(row_start + kPrefetchBytes + row_bytes, matrix_bytes);
-        for (uint64_t at = row_start + kPrefetchBytes; at < ahead_end; at += kCacheLineBytes)
-            __builtin_prefetch(rows + at);
+#pragma omp parallel
+    {
+        const RowShare share = row_share(out_dim);
         try {
-            one_token(rows + row_start, xq.from(0), &out[o]);
+            one_token(rows + uint64_t(share.first) * row_bytes, row_bytes, share.end - share.first,
+                      xq.from(0), out + share.first);
         } catch (...) {
 #pragma omp critical(matmul_q8_failure)
             if (!failure) failure = std::current_exception();
@@ -353,29 +364,30 @@ void matvec_q8(float* out, const QuantizedRows& xq, const uint8_t* rows, uint64_
 // tile before the next group. A group's activation blocks (kRowDotTokens rows of x, 4.5 KB at
 // 896 inputs) then come from L1 for every row of the tile, where a loop over all the tokens
 // row by row would stream all of x (570 KB for 512 tokens of 896) from L3 again for each row.
+// The last tokens short of a group go one at a time, a tile's rows in one call.
 void matmul_q8_tiled(float* out, const QuantizedRows& xq, const uint8_t* rows, uint64_t row_bytes,
                      int n_tokens, int out_dim, RowDots dots) {
     const int tile_rows = std::max<int>(1, int(kMatmulTileBytes / row_bytes));
     std::exception_ptr failure;
 #pragma omp parallel
     {
-        const int threads = omp_get_num_threads(), me = omp_get_thread_num();
-        const int first = int(int64_t(out_dim) * me / threads);
-        const int end = int(int64_t(out_dim) * (me + 1) / threads);
+        const RowShare share = row_share(out_dim);
         float sums[kRowDotTokens];  // (kRowDotTokens) a row's dot with each token of a group
         try {
-            for (int tile = first; tile < end; tile += tile_rows) {
-                const int tile_end = std::min(end, tile + tile_rows);
-                for (int t0 = 0; t0 < n_tokens;) {
-                    const int count = n_tokens - t0 >= kRowDotTokens ? kRowDotTokens : 1;
-                    const RowDot dot = count == 1 ? dots.one_token : dots.four_tokens;
-                    const Q8Rows x_rows = xq.from(t0);
+            for (int tile = share.first; tile < share.end; tile += tile_rows) {
+                const int tile_end = std::min(share.end, tile + tile_rows);
+                const uint8_t* tile_rows_start = rows + uint64_t(tile) * row_bytes;
+                int t0 = 0;
+                for (; n_tokens - t0 >= kRowDotTokens; t0 += kRowDotTokens) {
                     for (int o = tile; o < tile_end; o++) {
-                        dot(rows + uint64_t(o) * row_bytes, x_rows, sums);
-                        for (int t = 0; t < count; t++) out[int64_t(t0 + t) * out_dim + o] = sums[t];
+                        dots.four_tokens(rows + uint64_t(o) * row_bytes, xq.from(t0), sums);
+                        for (int t = 0; t < kRowDotTokens; t++)
+                            out[int64_t(t0 + t) * out_dim + o] = sums[t];
                     }
-                    t0 += count;
                 }
+                for (; t0 < n_tokens; t0++)
+                    dots.one_token(tile_rows_start, row_bytes, tile_end - tile, xq.from(t0),
+                                   out + int64_t(t0) * out_dim + tile);
             }
         } catch (...) {
 #pragma omp critical(matmul_q8_failure)

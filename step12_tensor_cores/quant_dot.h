@@ -64,6 +64,7 @@ void matmul_q8(float* out, const float* x, const void* w, uint32_t w_type, int n
                int out_dim, DotKernel kernel);
 
 // The partial sums a row's blocks went into, added in a fixed tree: lanes k and k + 4, then
-// those sums k and k + 2, then the last two. Every kernel ends a row with it.
+// those sums k and k + 2, then the last two. Every kernel ends a row with this tree (the SIMD
+// kernels in registers).
 constexpr int kDotLanes = 8;
 float sum_dot_lanes(const float* lanes);  // (kDotLanes)

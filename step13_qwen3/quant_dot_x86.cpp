@@ -69,18 +69,14 @@ AVX2_FUNCTION inline __m256i activation_sums(const int32_t* sums, int count) {
 }
 
 // The f16 scales that open `count` weight blocks `stride` bytes apart, as floats in lanes
-// 0..count-1 (zeros after): a gather of 4 bytes at each block, their low two bytes packed
-// into eight halves, converted.
+// 0..count-1 (zeros after): packed four to a 64-bit integer and converted. A gather
+// (vpgatherdd) costs these cores more than the eight plain loads, which take no vector unit.
 AVX2_FUNCTION inline __m256 weight_scales(const uint8_t* blocks, int stride, int count) {
-    __m256i offsets = _mm256_mullo_epi32(lane_numbers(), _mm256_set1_epi32(stride));
-    __m256i words =
-        _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), reinterpret_cast<const int*>(blocks),
-                                    offsets, first_lanes(count), 1);
-    const int64_t bytes_0_1_4_5_8_9_12_13 = 0x0d0c090805040100, none = -1;
-    const __m256i low_halves =
-        _mm256_setr_epi64x(bytes_0_1_4_5_8_9_12_13, none, bytes_0_1_4_5_8_9_12_13, none);
-    __m256i halves = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(words, low_halves), 0x08);
-    return _mm256_cvtph_ps(_mm256_castsi256_si128(halves));
+    uint64_t packed[2] = {0, 0};
+#pragma GCC unroll 8
+    for (int i = 0; i < kDotLanes; i++)
+        if (i < count) packed[i / 4] |= uint64_t(load_u16(blocks + i * stride)) << (16 * (i % 4));
+    return _mm256_cvtph_ps(_mm_set_epi64x(int64_t(packed[1]), int64_t(packed[0])));
 }
 
 AVX2_FUNCTION inline float f16_scalar(const uint8_t* p) {
@@ -107,10 +103,12 @@ AVX2_FUNCTION inline void pair_up(__m256i* pairs, int i, __m256i v) {  // (4)
     pairs[i / 2] = i % 2 == 0 ? v : _mm256_hadd_epi32(pairs[i / 2], v);
 }
 
+// sum_dot_lanes' tree in registers, the same adds in the same order: lanes k and k + 4, then
+// k and k + 2, then the last two.
 AVX2_FUNCTION inline float finish_row(__m256 acc) {
-    float lanes[kDotLanes];  // (kDotLanes)
-    _mm256_storeu_ps(lanes, acc);
-    return sum_dot_lanes(lanes);
+    __m128 quarters = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    __m128 halves = _mm_add_ps(quarters, _mm_movehl_ps(quarters, quarters));
+    return _mm_cvtss_f32(_mm_add_ss(halves, _mm_movehdup_ps(halves)));
 }
 
 // The float steps, shared by both instruction sets. Q8_0, Q5_0 and Q6_K: lane i +=
@@ -470,6 +468,31 @@ VNNI_FUNCTION void q4_k_rows_vnni(const uint8_t* w_row, Q8Rows x, float* out) {
     for (int t = 0; t < kTokens; t++) out[t] = finish_row(acc[t]);
 }
 
+// A row kernel's one-token case over consecutive rows (a RowsDot). The kernel is inlined into
+// the loop, so its constants are loaded once for all the rows, not once a row.
+template <void (*kRowDot)(const uint8_t*, Q8Rows, float*)>
+AVX2_FUNCTION void each_row_avx2(const uint8_t* w_rows, uint64_t row_bytes, int n_rows, Q8Rows x,
+                                 float* out) {
+    const uint64_t rows_bytes = uint64_t(n_rows) * row_bytes;
+    for (int o = 0; o < n_rows; o++) {
+        const uint64_t row_start = uint64_t(o) * row_bytes;
+        prefetch_ahead(w_rows, row_start, row_bytes, rows_bytes);
+        kRowDot(w_rows + row_start, x, out + o);
+    }
+}
+
+// The same for the VNNI kernels: a function is inlined only into one allowed its instructions.
+template <void (*kRowDot)(const uint8_t*, Q8Rows, float*)>
+VNNI_FUNCTION void each_row_vnni(const uint8_t* w_rows, uint64_t row_bytes, int n_rows, Q8Rows x,
+                                 float* out) {
+    const uint64_t rows_bytes = uint64_t(n_rows) * row_bytes;
+    for (int o = 0; o < n_rows; o++) {
+        const uint64_t row_start = uint64_t(o) * row_bytes;
+        prefetch_ahead(w_rows, row_start, row_bytes, rows_bytes);
+        kRowDot(w_rows + row_start, x, out + o);
+    }
+}
+
 // F16C (the f16 -> float conversion) straight from cpuid: clang's __builtin_cpu_supports does
 // not know its name. In a virtual machine cpuid traps to the hypervisor, microseconds that
 // matmul_q8 would pay at every call: it is asked once.
@@ -500,18 +523,18 @@ RowDots simd_row_dots(DotKernel kernel, uint32_t w_type) {
     if (kernel != DotKernel::Avx2 && !vnni) return {nullptr, nullptr};
     switch (GgmlType(w_type)) {
         case GgmlType::Q8_0:
-            if (vnni) return {q8_0_rows_vnni<1>, q8_0_rows_vnni<kRowDotTokens>};
-            return {q8_0_rows_avx2<1>, q8_0_rows_avx2<kRowDotTokens>};
+            if (vnni) return {each_row_vnni<q8_0_rows_vnni<1>>, q8_0_rows_vnni<kRowDotTokens>};
+            return {each_row_avx2<q8_0_rows_avx2<1>>, q8_0_rows_avx2<kRowDotTokens>};
         case GgmlType::Q5_0:
-            if (vnni) return {q5_0_rows_vnni<1>, q5_0_rows_vnni<kRowDotTokens>};
-            return {q5_0_rows_avx2<1>, q5_0_rows_avx2<kRowDotTokens>};
+            if (vnni) return {each_row_vnni<q5_0_rows_vnni<1>>, q5_0_rows_vnni<kRowDotTokens>};
+            return {each_row_avx2<q5_0_rows_avx2<1>>, q5_0_rows_avx2<kRowDotTokens>};
         case GgmlType::Q4_K:
-            if (vnni) return {q4_k_rows_vnni<1>, q4_k_rows_vnni<kRowDotTokens>};
-            return {q4_k_rows_avx2<1>, q4_k_rows_avx2<kRowDotTokens>};
+            if (vnni) return {each_row_vnni<q4_k_rows_vnni<1>>, q4_k_rows_vnni<kRowDotTokens>};
+            return {each_row_avx2<q4_k_rows_avx2<1>>, q4_k_rows_avx2<kRowDotTokens>};
         case GgmlType::Q6_K:
             // vpdpbusd would need an int32 multiply by the sub-block scales after it, where
             // vpmaddubsw's int16 pair sums take them in vpmaddwd: AVX2 is as fast here.
-            return {q6_k_rows_avx2<1>, q6_k_rows_avx2<kRowDotTokens>};
+            return {each_row_avx2<q6_k_rows_avx2<1>>, q6_k_rows_avx2<kRowDotTokens>};
         default: return {nullptr, nullptr};
     }
 }
