@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Step 15's first run on a GPU and issue 31's record, in one device call of at most ten minutes:
+#   1. step 15's GPU check files; ./step15 --check (GPU beside CPU) on the tiny Qwen3.5 files with
+#      a 716-token prompt (11 chunks and a part); step14's and step15's greedy ids side by side;
+#   2. tools/bench/bench_chunked_delta_rule.cu (the kernel table) and ncu on its two kernels;
+#   3. prompt tokens/s of 512, 4096 and 16384 tokens and decode, step14 and step15, Qwen3.5 0.8B
+#      and 4B random-weight files, F16 and Q4_K_M; nsys's kernel sums of a 4096-token prompt;
+#   4. compute-sanitizer memcheck, racecheck and synccheck on the chunked checks, memcheck on
+#      the program; llama-bench on the same files, llama.cpp built in the background meanwhile.
+# Run from a device call that carries .carry with: doctest/doctest.h, vocab/ (Qwen2.5's
+# tokenizer.json.gz and tokenizer_config.json) and llama-src.tar.xz (llama-cpp-python 0.3.36's
+# llama.cpp, trimmed of models, docs, tests, examples and the other backends; 4.4 MB):
+#   bash tools/gpu/step15_first_run.sh        (SHORT=1: no llama.cpp, no 4B or Q4_K_M files;
+#                                              DEADLINE=S: later records skipped after S seconds)
+# Logs go to $OUT/logs.tgz and the summary to $OUT/summary.txt.
+set -u
+cd "$(dirname "$0")/../.."
+O=/tmp/callA  # the logs; packed into $OUT/logs.tgz at the end (8 files at most come back)
+mkdir -p "$O" models build/llama
+S=$O/summary.txt
+log() { echo "[$SECONDS s] $*" | tee -a "$S"; }
+DEADLINE=${DEADLINE:-540}  # seconds: later records are skipped, so the call ends inside its limit
+time_left() { [ $SECONDS -lt $DEADLINE ] || { log "skipped past the deadline: $*"; return 1; }; }
+export DOCTEST_INCLUDE=$PWD/.carry QWEN_TOKENIZER_DIR=$PWD/.carry/vocab CUDA_ARCHS=90
+tar xJf .carry/llama-src.tar.xz -C build/llama
+export PYTHONPATH=$PWD/build/llama/llama-src/gguf-py
+log "call A $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+
+# llama.cpp (as tools/gpu/build_llama_cpp.sh), in the background; SHORT=1: neither it nor the
+# 4B and Q4_K_M files
+[ -n "${SHORT:-}" ] && echo "llama build rc skipped (SHORT)" >"$O/llama-build.log"
+[ -z "${SHORT:-}" ] && (
+    export GIT_CEILING_DIRECTORIES=$PWD/build/llama
+    cmake -S tools/gpu/llama_oracle -B build/llama/build -G "$(command -v ninja >/dev/null && echo Ninja || echo "Unix Makefiles")" -DLLAMA_SOURCE=$PWD/build/llama/llama-src \
+        -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF \
+        -DGGML_CUDA_NCCL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+        -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_COMMIT=0c1e570 &&
+        nice cmake --build build/llama/build -j16 --target llama-bench llama-quantize
+    echo "llama build rc $?"
+) >"$O/llama-build.log" 2>&1 &
+LB=build/llama/build/bin/llama-bench LQ=build/llama/build/bin/llama-quantize
+
+# random-weight Qwen3.5 files, F16 now, Q4_K_M once llama-quantize exists
+(
+    sizes="0.8b 4b"
+    [ -n "${SHORT:-}" ] && sizes=0.8b
+    for size in $sizes; do
+        python3 tools/fixtures/make_qwen35_bench_model.py --size $size --type f16 \
+            --llama-cpp build/llama/llama-src --vocab-dir .carry/vocab \
+            -o models/qwen35-$size-random-f16.gguf
+        echo "$(date -u +%T) f16 $size rc $?"
+    done
+    while ! grep -q "llama build rc" "$O/llama-build.log"; do sleep 2; done
+    [ -n "${SHORT:-}" ] && exit 0
+    for size in 0.8b 4b; do
+        python3 tools/fixtures/make_qwen35_bench_model.py --size $size --type q4_k_m \
+            --llama-cpp build/llama/llama-src --vocab-dir .carry/vocab --llama-quantize $LQ \
+            -o models/qwen35-$size-random-q4_k_m.gguf
+        echo "$(date -u +%T) q4_k_m $size rc $?"
+    done
+) >"$O/models.log" 2>&1 &
+
+mkdir -p build/bench
+nvcc -O2 -std=c++17 -arch=sm_90 -Istep15_chunked_delta_rule -Icommon tools/bench/bench_chunked_delta_rule.cu \
+    step15_chunked_delta_rule/*.cu step15_chunked_delta_rule/ggml_types.cpp -o build/bench/bench_chunked_delta_rule >"$O/bench-build.log" 2>&1 &
+BB=$!
+make -j16 CUDA_ARCHS=90 DOCTEST_INCLUDE=$PWD/.carry step14 step15 build/release/test_step15 >"$O/build.log" 2>&1
+log "built: rc $? $(grep -c -i ' error' "$O/build.log") error lines"
+wait $BB; log "bench built: $(wc -l <"$O/bench-build.log") log lines"
+
+# 1. step 15's GPU check files
+gpu_files="-sf=$(grep -l '"test_gpu.h"' step15_*/test_*.cpp | sed 's|.*/|*|' | paste -sd, -)"
+timeout 240 build/release/test_step15 "$gpu_files" -tse=real_model >"$O/tests.log" 2>&1
+log "step15 gpu checks: rc $? | $(tail -n 1 "$O/tests.log")"
+grep -E "ERROR|FAILED|largest|MESSAGE|values differ|outside" "$O/tests.log" | head -n 30 | tee -a "$S"
+
+# 2. the program, GPU beside CPU, on a 716-token prompt (11 chunks and a part)
+for m in tiny-qwen35-h256 tiny-qwen35-wide-q8_0; do
+    timeout 120 ./step15 models/$m.gguf -f tools/bench/bench_prompt.txt -n 24 -c 1024 --check --temp 0 >"$O/check-$m.log" 2>&1
+    log "step15 --check $m: rc $? | $(grep -E '^check: [0-9]+ steps' "$O/check-$m.log")"
+    grep -E "^check:" "$O/check-$m.log" | head -n 2 | tee -a "$S"
+done
+for st in step14 step15; do
+    timeout 60 ./$st models/tiny-qwen35-h256.gguf -f tools/bench/bench_prompt.txt -n 64 -c 1024 --temp 0 --ids >"$O/ids-$st.txt" 2>"$O/ids-$st.log"
+done
+log "ids step14 vs step15 (716-token prompt, 64 greedy): $(cmp -s "$O/ids-step14.txt" "$O/ids-step15.txt" && echo equal || echo DIFFER)"
+
+# 4. the kernel table: the chunked rule beside the recurrence, one layer's heads
+for size in 0.8b 4b; do for t in 512 4096 16384; do
+    timeout 60 build/bench/bench_chunked_delta_rule $size $t 2>&1 | tee -a "$O/kernels.tsv" "$S" >/dev/null
+done; done
+timeout 60 ncu --kernel-name regex:chunk_ --launch-count 2 --metrics gpu__time_duration.sum,dram__bytes.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread \
+    build/bench/bench_chunked_delta_rule 0.8b 4096 >"$O/ncu.log" 2>&1
+log "ncu: rc $?"; grep -E "chunk_|duration|dram__|hmma|warps_active|registers" "$O/ncu.log" | head -n 14 | tee -a "$S"
+
+# 5. prompts: step14 and step15, 512/4096/16384 tokens, median of 3
+export CUDA_MODULE_LOADING=EAGER
+for t in 8 32; do for ((r = 0; r < t; r++)); do cat tools/bench/bench_prompt.txt; done >"$O/p$((t * 512)).txt"; done
+cp tools/bench/bench_prompt.txt "$O/p512.txt"
+median3() {  # step file tokens
+    for r in 1 2 3; do
+        timeout 100 ./$1 $2 -f "$O/p$3.txt" -n 0 -c $(($3 + 512)) 2>&1 | grep -oE '^prompt: [0-9]+ tokens in [0-9.]+ ms \([0-9.]+' | sed -E 's/.*\(//'
+    done | sort -g | sed -n 2p
+}
+prompts() {  # type size
+    local f=models/qwen35-$2-random-$1.gguf
+    time_left "prompts $1 $2" || return
+    while ! grep -q "$1 $2 rc" "$O/models.log" && [ $SECONDS -lt $DEADLINE ]; do sleep 2; done
+    [ -f $f ] || { log "$f missing"; return; }
+    for st in step14 step15; do
+        for t in 512 4096 16384; do
+            log "$st $1 $2 pp$t: $(median3 $st $f $t) tokens/s"
+        done
+        timeout 60 ./$st $f -f "$O/p512.txt" -n 128 -c 8192 --temp 0 >"$O/decode-$st-$1-$2.log" 2>&1
+        log "$st $1 $2 decode: $(grep -E '^generated' "$O/decode-$st-$1-$2.log" | head -c 160)"
+    done
+}
+llama() {  # type size
+    local f=models/qwen35-$2-random-$1.gguf
+    time_left "llama.cpp $1 $2" || return
+    [ -x $LB ] && [ -f $f ] || { log "llama.cpp $1 $2: no binary or file"; return; }
+    timeout 150 $LB -m $f -p 512,4096,16384 -n 0 -r 3 -ngl 99 -o md >"$O/llama-$1-$2.md" 2>&1
+    log "llama.cpp $1 $2: $(grep -E 'pp[0-9]+' "$O/llama-$1-$2.md" | awk -F'|' '{print $(NF-2), $(NF-1)}' | paste -sd';' -)"
+}
+prompts f16 0.8b
+if command -v nsys >/dev/null && time_left nsys; then
+    for st in step14 step15; do
+        timeout 60 nsys profile -t cuda -o "$O/nsys-$st" ./$st models/qwen35-0.8b-random-f16.gguf -f "$O/p4096.txt" -n 0 -c 4608 >/dev/null 2>&1
+        nsys stats -r cuda_gpu_kern_sum --format csv "$O/nsys-$st.nsys-rep" >"$O/kern-$st.csv" 2>/dev/null
+        log "nsys $st 0.8b f16 4096: $(head -n 4 "$O/kern-$st.csv" | cut -c1-150 | tail -n 3 | paste -sd'|' -)"
+        rm -f "$O/nsys-$st.nsys-rep" "$O/nsys-$st.sqlite"
+    done
+fi
+# 3. sanitizers: the chunked checks other than the long sweep, and the program
+small='-tc=*nearly parallel*,*two calls*,*kernel it replaces*'
+for tool in memcheck racecheck synccheck; do
+    time_left $tool || break
+    timeout 75 compute-sanitizer --tool $tool --print-limit 10 build/release/test_step15 \
+        -sf='*test_chunked_delta_rule_cuda.cpp' "$small" >"$O/san-$tool.log" 2>&1
+    log "$tool chunked checks: rc $? | $(grep -E 'SUMMARY' "$O/san-$tool.log" | tail -n 1) | $(grep -E '^test_step15:' "$O/san-$tool.log")"
+done
+timeout 45 compute-sanitizer --tool memcheck ./step15 models/tiny-qwen35-h256.gguf -f tools/bench/bench_prompt.txt -n 4 -c 1024 --temp 0 >"$O/san-prog.log" 2>&1
+log "memcheck ./step15 716-token prompt: rc $? | $(grep -E 'SUMMARY' "$O/san-prog.log" | tail -n 1)"
+
+prompts f16 4b
+while ! grep -q "llama build rc" "$O/llama-build.log" && [ $SECONDS -lt $DEADLINE ]; do sleep 2; done
+log "$(tail -n 1 "$O/llama-build.log")"
+llama f16 0.8b
+prompts q4_k_m 0.8b
+llama q4_k_m 0.8b
+llama f16 4b
+prompts q4_k_m 4b
+llama q4_k_m 4b
+tail -n 4 "$O/models.log" >>"$S"
+log done
+rm -f "$O"/p*.txt
+tar czf "$OUT/logs.tgz" -C /tmp callA && cp "$S" "$OUT/"
