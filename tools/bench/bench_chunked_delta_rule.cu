@@ -11,19 +11,18 @@
 // Output: one tab-separated line per row: kernel, shape, tokens, microseconds, TFLOP/s of the
 // chunk form's products (2 per multiply-add, counted as if every product were whole), and the
 // same per mma issued (three for each product: the split form's hi lo, lo hi and hi hi). Each
-// time is the median of 7 runs of back-to-back calls between two CUDA events, after 3 warm-up
-// calls; every call starts from the same state (the rule's contraction keeps it bounded).
-#include <algorithm>
+// time is median_time.cuh's median; every call updates the state the next one starts from (the
+// rule's contraction keeps it bounded).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <random>
 #include <vector>
 
 #include "cuda_check.h"
 #include "device_buffer.h"
 #include "ops_cuda.h"
+#include "median_time.cuh"
 
 struct Heads {
     const char* name;
@@ -32,27 +31,7 @@ struct Heads {
 static const Heads kHeads[] = {{"0.8b", 16, 16}, {"4b", 16, 32}};
 constexpr int kHeadDim = 128;  // dk = dv in every Qwen3.5 size
 
-static double median_ms(const std::function<void()>& launch) {
-    cudaEvent_t start, stop;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
-    for (int i = 0; i < 3; i++) launch();
-    std::vector<double> runs;
-    for (int r = 0; r < 7; r++) {
-        const int reps = 5;
-        CUDA_CHECK(cudaEventRecord(start));
-        for (int i = 0; i < reps; i++) launch();
-        CUDA_CHECK(cudaEventRecord(stop));
-        CUDA_CHECK(cudaEventSynchronize(stop));
-        float ms = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-        runs.push_back(double(ms) / reps);
-    }
-    std::sort(runs.begin(), runs.end());
-    CUDA_CHECK(cudaEventDestroy(start));
-    CUDA_CHECK(cudaEventDestroy(stop));
-    return runs[runs.size() / 2];
-}
+constexpr int kCallsPerRun = 5;  // median_ms's back-to-back calls a timed run
 
 // n rows of `dim` values, each scaled to length 1 as the layer's L2 norm leaves q and k.
 static std::vector<float> unit_rows(std::mt19937& rng, int64_t n, int dim) {
@@ -105,12 +84,12 @@ static void bench(const Heads& heads, int n_tokens) {
             gpu::chunked_gated_delta_rule(out.data(), state.data(), q.data(), k.data(), v.data(),
                                           g.data(), beta.data(), n_tokens, heads.n_key_heads,
                                           heads.n_value_heads, kHeadDim, kHeadDim, scratch);
-        }));
+        }, kCallsPerRun));
     row("gated_delta_rule (step 14)", median_ms([&] {
             gpu::gated_delta_rule(out.data(), state.data(), q.data(), k.data(), v.data(), g.data(),
                                   beta.data(), n_tokens, heads.n_key_heads, heads.n_value_heads,
                                   kHeadDim, kHeadDim);
-        }));
+        }, kCallsPerRun));
     CUDA_CHECK(cudaDeviceSynchronize());
 }
 

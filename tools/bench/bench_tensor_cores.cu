@@ -12,11 +12,9 @@
 // Output: one tab-separated line per row: kernel, shape, microseconds, TFLOP/s (2 per
 // multiply-add). Each time is the median of 7 runs of back-to-back calls between two CUDA
 // events, after 3 warm-up calls. Inputs are random (zeros can run faster than data).
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -28,6 +26,7 @@
 #include "ggml_types.h"
 #include "half.h"
 #include "ops_cuda.h"
+#include "median_time.cuh"
 
 struct Shape {
     const char* name;
@@ -37,27 +36,7 @@ static const Shape kShapes[] = {{"0.5b", 896, 14, 2, 64, 4864},
                                 {"1.5b", 1536, 12, 2, 128, 8960},
                                 {"7b", 3584, 28, 4, 128, 18944}};
 
-static double median_ms(const std::function<void()>& launch) {
-    cudaEvent_t start, stop;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
-    for (int i = 0; i < 3; i++) launch();
-    std::vector<double> runs;
-    for (int r = 0; r < 7; r++) {
-        const int reps = 10;
-        CUDA_CHECK(cudaEventRecord(start));
-        for (int i = 0; i < reps; i++) launch();
-        CUDA_CHECK(cudaEventRecord(stop));
-        CUDA_CHECK(cudaEventSynchronize(stop));
-        float ms = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-        runs.push_back(double(ms) / reps);
-    }
-    std::sort(runs.begin(), runs.end());
-    CUDA_CHECK(cudaEventDestroy(start));
-    CUDA_CHECK(cudaEventDestroy(stop));
-    return runs[runs.size() / 2];
-}
+constexpr int kCallsPerRun = 10;  // median_ms's back-to-back calls a timed run
 
 static std::vector<float> random_floats(size_t n, uint32_t seed, float scale) {
     std::mt19937 generator(seed);
@@ -125,7 +104,7 @@ int main(int argc, char** argv) {
         row("step09 float GEMM (F32 W)", label, median_ms([&] {
                 gpu::matmul(out.data(), x.data(), w_f32.data(), uint32_t(GgmlType::F32), n, in_dim,
                             out_dim);
-            }),
+            }, kCallsPerRun),
             flops);
         for (GgmlType type : {GgmlType::F16, GgmlType::Q4_K}) {
             DeviceBuffer<uint8_t> w(random_matrix(type, out_dim, in_dim));
@@ -135,7 +114,7 @@ int main(int argc, char** argv) {
             row(kernel.c_str(), label, median_ms([&] {
                     gpu::tensor_core_matmul(out.data(), x.data(), w.data(), uint32_t(type), n,
                                             in_dim, out_dim);
-                }),
+                }, kCallsPerRun),
                 flops);
         }
     }
@@ -150,12 +129,12 @@ int main(int argc, char** argv) {
     row("step09 prompt attention", label, median_ms([&] {
             gpu::attention(out.data(), q.data(), k.data(), v.data(), n, 0, shape->n_heads,
                            shape->n_kv_heads, shape->head_dim);
-        }),
+        }, kCallsPerRun),
         flops);
     row("step12 flash attention", label, median_ms([&] {
             gpu::flash_attention(out.data(), q.data(), k.data(), v.data(), n, 0, shape->n_heads,
                                  shape->n_kv_heads, shape->head_dim);
-        }),
+        }, kCallsPerRun),
         flops);
     return 0;
 }

@@ -4,6 +4,7 @@
 # yardstick of Part 2's speed records and the second oracle of Part 3's files.
 #
 #   tools/gpu/build_llama_cpp.sh [OUT_DIR]      default build/llama
+#   LLAMA_SOURCE=DIR tools/gpu/build_llama_cpp.sh [OUT_DIR]     from a tree already unpacked
 #
 # Builds for sm_90 only, statically (the binary needs the CUDA runtime and cuBLAS of the toolkit
 # where it runs, nothing of llama.cpp's), with GGML_NATIVE off, so a binary built on one x86-64
@@ -17,10 +18,12 @@ cd "$(dirname "$0")/../.."
 out=${1:-build/llama}
 version=0.3.36  # vendors llama.cpp commit 0c1e570
 mkdir -p "$out"
-if [ -n "${LLAMA_SRC_TARBALL:-}" ]; then
+if [ -n "${LLAMA_SOURCE:-}" ]; then
+    source=$LLAMA_SOURCE  # a tree already unpacked, e.g. from the trimmed tarball below
+elif [ -n "${LLAMA_SRC_TARBALL:-}" ]; then
     # The same tree, trimmed of models, docs, tests, examples and the other backends' code
     # but keeping the converter and gguf-py (a device call carries it to the GPU machine,
-    # which cannot reach PyPI).
+    # which cannot reach PyPI); tools/gpu/pack_carry.sh makes it.
     tar xJf "$LLAMA_SRC_TARBALL" -C "$out"
     source=$out/llama-src
 else

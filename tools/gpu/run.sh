@@ -201,16 +201,21 @@ kernels_ops() {  # NN TYPE:SIZE...: bench_kernels.sh, the step before beside thi
     cp build/bench/kernels*.tsv build/bench/kernels.md "$out/" 2>/dev/null
 }
 
-kernels_tensor_cores() {  # NN: the step's GEMM and attention kernels next to cuBLAS
-    local step size tokens binary=build/bench/bench_tensor_cores tsv=$out/kernels.tsv
+build_kernel_bench() {  # NN NAME: tools/bench/NAME.cu with step NN's CUDA files, build/bench/NAME
+    local step
     step=$(ls -d step"$1"_*)
     mkdir -p build/bench
     nvcc -O2 -std=c++17 -arch=sm_"${CUDA_ARCHS:-90}" -I"$step" -Icommon \
-        tools/bench/bench_tensor_cores.cu "$step"/*.cu "$step"/ggml_types.cpp -o "$binary" \
-        >>"$out/build.log" 2>&1 || { note "bench_tensor_cores: build FAILED"; return; }
+        tools/bench/"$2".cu "$step"/*.cu "$step"/ggml_types.cpp -o build/bench/"$2" \
+        >>"$out/build.log" 2>&1 || { note "$2: build FAILED"; return 1; }
+}
+
+kernels_tensor_cores() {  # NN: the step's GEMM and attention kernels next to cuBLAS
+    local size tokens tsv=$out/kernels.tsv
+    build_kernel_bench "$1" bench_tensor_cores || return
     for size in 0.5b 1.5b 7b; do
         for tokens in 512 4096; do
-            timeout 60 "$binary" "$size" "$tokens" >>"$tsv" 2>&1
+            timeout 60 build/bench/bench_tensor_cores "$size" "$tokens" >>"$tsv" 2>&1
             timeout 60 python3 tools/bench/bench_cublas.py "$size" "$tokens" >>"$tsv" 2>&1
         done
     done
@@ -218,14 +223,12 @@ kernels_tensor_cores() {  # NN: the step's GEMM and attention kernels next to cu
 }
 
 kernels_chunked() {  # NN: the chunked delta rule beside step 14's recurrence, one layer's heads
-    local step size tokens binary=build/bench/bench_chunked_delta_rule tsv=$out/kernels.tsv
-    step=$(ls -d step"$1"_*)
-    mkdir -p build/bench
-    nvcc -O2 -std=c++17 -arch=sm_"${CUDA_ARCHS:-90}" -I"$step" -Icommon \
-        tools/bench/bench_chunked_delta_rule.cu "$step"/*.cu "$step"/ggml_types.cpp -o "$binary" \
-        >>"$out/build.log" 2>&1 || { note "bench_chunked_delta_rule: build FAILED"; return; }
+    local size tokens tsv=$out/kernels.tsv
+    build_kernel_bench "$1" bench_chunked_delta_rule || return
     for size in 0.8b 4b; do
-        for tokens in 512 4096 16384; do timeout 60 "$binary" "$size" "$tokens" >>"$tsv" 2>&1; done
+        for tokens in 512 4096 16384; do
+            timeout 60 build/bench/bench_chunked_delta_rule "$size" "$tokens" >>"$tsv" 2>&1
+        done
     done
     note "kernels timed: $(wc -l <"$tsv") rows (OUT/kernels.tsv)"
 }

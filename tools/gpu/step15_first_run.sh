@@ -26,17 +26,11 @@ tar xJf .carry/llama-src.tar.xz -C build/llama
 export PYTHONPATH=$PWD/build/llama/llama-src/gguf-py
 log "call A $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 
-# llama.cpp (as tools/gpu/build_llama_cpp.sh), in the background; SHORT=1: neither it nor the
+# llama.cpp (tools/gpu/build_llama_cpp.sh), in the background; SHORT=1: neither it nor the
 # 4B and Q4_K_M files
 [ -n "${SHORT:-}" ] && echo "llama build rc skipped (SHORT)" >"$O/llama-build.log"
 [ -z "${SHORT:-}" ] && (
-    export GIT_CEILING_DIRECTORIES=$PWD/build/llama
-    cmake -S tools/gpu/llama_oracle -B build/llama/build -G "$(command -v ninja >/dev/null && echo Ninja || echo "Unix Makefiles")" -DLLAMA_SOURCE=$PWD/build/llama/llama-src \
-        -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF \
-        -DGGML_CUDA_NCCL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
-        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
-        -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_COMMIT=0c1e570 &&
-        nice cmake --build build/llama/build -j16 --target llama-bench llama-quantize
+    LLAMA_SOURCE=$PWD/build/llama/llama-src tools/gpu/build_llama_cpp.sh build/llama
     echo "llama build rc $?"
 ) >"$O/llama-build.log" 2>&1 &
 LB=build/llama/build/bin/llama-bench LQ=build/llama/build/bin/llama-quantize
