@@ -76,14 +76,19 @@ make -j16 CUDA_ARCHS=90 DOCTEST_INCLUDE=$PWD/.carry step14 step15 build/release/
 log "built: rc $? $(grep -c -i ' error' "$O/build.log") error lines"
 wait $BB; log "bench built: $(wc -l <"$O/bench-build.log") log lines"
 
-# 1. step 15's GPU check files
-if once gpu-checks; then
-    gpu_files="-sf=$(grep -l '"test_gpu.h"' step15_*/test_*.cpp | sed 's|.*/|*|' | paste -sd, -)"
-    timeout 240 build/release/test_step15 "$gpu_files" -tse=real_model >"$O/tests.log" 2>&1
-    log "step15 gpu checks: rc $? | $(tail -n 1 "$O/tests.log")"
-    grep -E "ERROR|FAILED|largest|MESSAGE|values differ|outside" "$O/tests.log" | head -n 30 | tee -a "$S"
-    finished gpu-checks
-fi
+# 1. step 15's GPU check files: first those of the chunked rule and the Qwen3.5 layers that call
+# it; those carried unchanged from step 14 late in the call (gpu_checks "carried")
+new_files='test_chunked_delta_rule_cuda.cpp test_qwen35_cuda.cpp test_qwen35_forward_cuda.cpp test_generate.cpp'
+gpu_checks() {  # new|carried
+    once "gpu checks $1" || return
+    local files
+    files=$(grep -l '"test_gpu.h"' step15_*/test_*.cpp | sed 's|.*/||' | grep -xF -f <(tr ' ' '\n' <<<"$new_files") $([ $1 = carried ] && echo -v) | sed 's|^|*|' | paste -sd, -)
+    timeout 240 build/release/test_step15 "-sf=$files" -tse=real_model >"$O/tests-$1.log" 2>&1
+    log "step15 gpu checks, $1 ($files): rc $? | $(tail -n 1 "$O/tests-$1.log")"
+    grep -E "ERROR|FAILED|largest|MESSAGE|values differ|outside" "$O/tests-$1.log" | head -n 30 | tee -a "$S"
+    finished "gpu checks $1"
+}
+gpu_checks new
 
 # 2. the program, GPU beside CPU, on a 716-token prompt (11 chunks and a part)
 if once program-checks; then
@@ -168,6 +173,7 @@ if once memcheck-program; then
     finished memcheck-program
 fi
 
+gpu_checks carried
 prompts f16 4b
 while ! grep -q "llama build rc" "$O/llama-build.log" && [ $SECONDS -lt $DEADLINE ]; do sleep 2; done
 log "$(tail -n 1 "$O/llama-build.log")"
