@@ -61,14 +61,18 @@ static_assert(kChunk == 16 * kChunkWarps, "a warp owns one mma row tile (16) of 
 static_assert(kMaxHeadDim == 32 * kChunkWarps, "a warp owns two mma row tiles of the state");
 static_assert(kMaxHeadDim % 16 == 0 && kSliceColumns == 16, "whole mma steps and tile pairs");
 
-// x0 and x1 as hi + lo, each a pair of F16 values (the split trick above).
+// lo is stored times 2^11, where it is as large as hi: an F16 lo of x - hi itself, about 2^-12 x,
+// would fall among F16's subnormals for every |x| below 0.25, and keep less than 11 bits.
+constexpr float kLoScale = 2048.0f;
+
+// x0 and x1 as hi + lo / kLoScale, each a pair of F16 values (the split trick above).
 struct SplitPair {
     __half2 hi, lo;
 };
 __device__ inline SplitPair split_pair(float x0, float x1) {
     const __half2 hi = __floats2half2_rn(x0, x1);
     const float2 kept = __half22float2(hi);
-    return {hi, __floats2half2_rn(x0 - kept.x, x1 - kept.y)};
+    return {hi, __floats2half2_rn((x0 - kept.x) * kLoScale, (x1 - kept.y) * kLoScale)};
 }
 __device__ inline uint32_t bits(__half2 pair) { return *reinterpret_cast<const uint32_t*>(&pair); }
 
@@ -141,11 +145,15 @@ __device__ inline SplitFragment b_operand_transposed(const SplitTile<kRows, kCol
     return f;
 }
 
-// acc (16 x 8) += A B, B's column tile `tile` (0 or 1): the two small terms, then hi hi.
+// acc (16 x 8) += A B, B's column tile `tile` (0 or 1): the two small terms in an accumulator of
+// their own, scaled back by 2^-11 (exactly) into acc, then hi hi.
 __device__ inline void mma_split(float (&acc)[4], const SplitFragment& a, const SplitFragment& b,
                                  int tile) {
-    mma_16x8x16<__half>(acc, a.hi, b.lo[2 * tile], b.lo[2 * tile + 1]);
-    mma_16x8x16<__half>(acc, a.lo, b.hi[2 * tile], b.hi[2 * tile + 1]);
+    float small[4] = {};
+    mma_16x8x16<__half>(small, a.hi, b.lo[2 * tile], b.lo[2 * tile + 1]);
+    mma_16x8x16<__half>(small, a.lo, b.hi[2 * tile], b.hi[2 * tile + 1]);
+#pragma unroll
+    for (int e = 0; e < 4; e++) acc[e] += small[e] * (1.0f / kLoScale);
     mma_16x8x16<__half>(acc, a.hi, b.hi[2 * tile], b.hi[2 * tile + 1]);
 }
 

@@ -45,6 +45,15 @@ const char* kFixtures = "tests/fixtures/qwen35/";
 // to that bound against the CPU, and to twice it against transformers (the two differences add).
 const Tolerance kAgainstCpu = {5e-4, 1e-4};
 const Tolerance kAgainstTransformers = {1e-3, 2e-4};
+// Step 15: a prompt's DeltaNet layers run the chunked rule, one token the recurrence: the same
+// numbers in exact arithmetic, rounded otherwise. At position 38 of tiny-qwen35's long prompt one
+// head's output is 2.3e-4 in size, and these random layers turn a change of 1e-5 of it into
+// 7e-4 on the logits: the CPU's own two forms, both fp32, differ there by 6.6e-4 (measured), past
+// kAgainstCpu. The GPU's chunk products take operands split into two F16 values, known to 2^-22
+// of themselves where fp32 keeps 2^-24 (chunked_delta_rule.cu's header): four times the CPU's
+// rounding, so 4 x 6.6e-4, rounded up to 3e-3, for every position's logits after a chunked
+// prompt. The other two files' logits stay within kAgainstCpu (measured: 1.5e-4 at most).
+const Tolerance kChunkedPrompt = {3e-3, 1e-4};
 // On the Q8_0 file a prompt's products of more than one token run on the tensor cores with their
 // activations rounded to F16 (11 significant bits; step 12), and so does its attention. The CPU's
 // exact path with those roundings simulated (each such product's input, and the attention's q, k
@@ -266,7 +275,7 @@ TEST_CASE("qwen35 on the GPU in F32: transformers' logits and greedy ids, the CP
         const std::vector<float> last(all.end() - n_vocab, all.end());
         check_close(last, read_fixture_f32(kFixtures + c.name + ".logits.f32"),
                     kAgainstTransformers);
-        check_close(all, cpu_logits(model.host, prompt), kAgainstCpu, n_vocab);
+        check_close(all, cpu_logits(model.host, prompt), kChunkedPrompt, n_vocab);
         // Greedy ids through the Decoder, as the program runs them: the prompt, then one token a
         // step, replayed from the decode graph.
         DeviceKVCache cache = make_device_kv_cache(config, int(config.context_length));
@@ -298,10 +307,9 @@ TEST_CASE("qwen35 on the GPU: one token at a time gives the whole prompt's logit
         const std::vector<float> whole = state.logits.download();
         DeviceKVCache one_by_one = make_device_kv_cache(config, 64);
         const std::vector<float> single = gpu_logits_one_by_one(model, one_by_one, prompt);
-        // One token runs matvec (a warp a row), a prompt the tiled product: the same operations
-        // on the same numbers with the sums grouped otherwise, which these random layers amplify
-        // as they do the CPU's (kAgainstCpu).
-        check_close(single, whole, kAgainstCpu, model.host.weights.n_vocab);
+        // One token runs matvec (a warp a row) and the recurrence, a prompt the tiled product
+        // and the chunked rule (kChunkedPrompt); the states they leave are within kAgainstCpu.
+        check_close(single, whole, kChunkedPrompt, model.host.weights.n_vocab);
         check_close(one_by_one.ssm.download(), at_once.ssm.download(), kAgainstCpu);
         check_close(one_by_one.conv.download(), at_once.conv.download(), kAgainstCpu);
         // A cleared cache is a new one: its states are zeros again, so the prompt gives what it
