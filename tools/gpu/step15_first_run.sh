@@ -136,7 +136,7 @@ prompts() {  # type size
             log "$st $1 $2 pp$t: $(median3 $st $f $t) tokens/s"
         done
         timeout 60 ./$st $f -f "$O/p512.txt" -n 128 -c 8192 --temp 0 >"$O/decode-$st-$1-$2.log" 2>&1
-        log "$st $1 $2 decode: $(grep -E '^generated' "$O/decode-$st-$1-$2.log" | head -c 160)"
+        log "$st $1 $2 decode: $(grep -oE 'generated: [^|]*' "$O/decode-$st-$1-$2.log")"
     done
     finished "prompts $1 $2"
 }
