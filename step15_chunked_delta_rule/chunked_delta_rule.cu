@@ -27,12 +27,15 @@
 // every chunk's rounding did to it, up to 1e-3 off after a thousand tokens (the CPU model of F16
 // operands in test_chunked_delta_rule_cuda.cpp), where the recurrence is within 2e-6 of exact;
 // the decode steps after the prompt start from that state. So each operand x is taken as two
-// F16 values, hi = f16(x) and lo = f16(x - hi), and a product is three mma: hi lo + lo hi + hi hi
-// (lo lo, below 2^-22 of the product, left out). x is then known to 2^-22 of itself (lo's own
-// rounding), and each product term a b is off by at most 3 * 2^-22 |a| |b| = 7.2e-7 |a| |b|
-// (fp32's FMA: 2^-24): three times the tensor-core work for fp32's precision within a factor of
-// 12. F16's range suffices: |k| <= 1, |q| <= 1, |T| <= 1 (test_chunked_delta_rule.cpp), the
-// state and v; a lo below 6e-5 is stored to 6e-8, absolutely.
+// F16 values, hi = f16(x) and lo = f16((x - hi) 2^11), and a product is three mma: hi hi, and
+// hi lo + lo hi in an accumulator of their own, added times 2^-11 (lo lo, below 2^-22 of the
+// product, left out). x is then known to 2^-22 of itself (lo's own rounding), and each product
+// term a b is off by at most 3 * 2^-22 |a| |b| = 7.2e-7 |a| |b| (fp32's FMA: 2^-24): three times
+// the tensor-core work for fp32's precision within a factor of 12. lo is scaled because x - hi,
+// about 2^-12 x, would be an F16 subnormal for every |x| below 0.25 (F16's normal numbers stop
+// at 2^-14), known only to 2^-24 absolutely. F16's range suffices: |k| <= 1, |q| <= 1, |T| <= 1
+// (test_chunked_delta_rule.cpp), the state and v far below 65504; only an x below ~6e-5, its lo
+// then subnormal, is known to 2^-35 absolutely instead.
 //
 // The bound (test_chunked_delta_rule_cuda.cpp, kGpuChunkBound): the CPU chunk form is within
 // (C + dk) roundings of 2^-24 of the state's size of exact (test_chunked_delta_rule.cpp), an
@@ -61,8 +64,7 @@ static_assert(kChunk == 16 * kChunkWarps, "a warp owns one mma row tile (16) of 
 static_assert(kMaxHeadDim == 32 * kChunkWarps, "a warp owns two mma row tiles of the state");
 static_assert(kMaxHeadDim % 16 == 0 && kSliceColumns == 16, "whole mma steps and tile pairs");
 
-// lo is stored times 2^11, where it is as large as hi: an F16 lo of x - hi itself, about 2^-12 x,
-// would fall among F16's subnormals for every |x| below 0.25, and keep less than 11 bits.
+// lo is stored times 2^11, as large as hi, so not among F16's subnormals (the header says why).
 constexpr float kLoScale = 2048.0f;
 
 // x0 and x1 as hi + lo / kLoScale, each a pair of F16 values (the split trick above).

@@ -1,0 +1,68 @@
+// chunk_rule.cpp - step 15's chunk kernels, run lane by lane on the CPU (lanes.h), against step
+// 14's recurrence on random inputs made as test_chunked_delta_rule_cuda.cpp makes them: prompts
+// of 1 to 200 tokens, in one call and in two, within that file's bound (kGpuChunkBound).
+// Usage: chunk_rule [MAX_TOKENS]   (1000 takes many minutes)
+#include "chunk_launch.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "test_delta_rule_inputs.h"
+
+using namespace delta_rule_checks;
+
+// The largest |got - expected|, and how many are past 3e-5 + 3e-5 |expected|, the first 3 shown.
+static int count_outside(const std::vector<float>& got, const std::vector<float>& expected,
+                         const char* what, double& largest) {
+    int outside = 0;
+    for (size_t i = 0; i < got.size(); i++) {
+        const double gap = std::fabs(double(got[i]) - expected[i]);
+        if (!std::isnan(gap)) largest = std::max(largest, gap);
+        if (gap <= 3e-5 + 3e-5 * std::fabs(expected[i])) continue;
+        if (outside++ < 3) printf("  %s[%zu]: %g, expected %g\n", what, i, got[i], expected[i]);
+    }
+    return outside;
+}
+
+int main(int argc, char** argv) {
+    const int max_tokens = argc > 1 ? atoi(argv[1]) : 200;
+    const RuleShape shapes[] = {{2, 2, 128, 128}, {2, 4, 128, 128}, {1, 3, 32, 48}};
+    int failed = 0, runs = 0;
+    double out_gap = 0, state_gap = 0;
+    for (int n_tokens : {1, 63, 64, 65, 130, 200, 1000}) {
+        if (n_tokens > max_tokens) continue;
+        for (const RuleShape& s : shapes)
+            for (Decays d : {Decays::NearZero, Decays::NearOne, Decays::Mixed}) {
+                const RuleInputs in = rule_inputs(s, n_tokens, d, 80);
+                const RuleResult expected = recurrent(s, in, n_tokens);
+                for (int split : {n_tokens, n_tokens / 3}) {  // one call, or two
+                    std::vector<float> out(in.v.size(), NAN), state = in.state;
+                    const int64_t key_row = int64_t(s.n_key_heads) * s.dk;
+                    const int64_t value_row = int64_t(s.n_value_heads) * s.dv;
+                    const int pieces[2][2] = {{0, split}, {split, n_tokens - split}};
+                    for (const auto& piece : pieces) {
+                        const int first = piece[0], count = piece[1];
+                        if (count == 0) continue;
+                        gpu::emulated_chunked_rule(
+                            out.data() + first * value_row, state.data(),
+                            in.q.data() + first * key_row, in.k.data() + first * key_row,
+                            in.v.data() + first * value_row, in.g.data() + first * s.n_value_heads,
+                            in.beta.data() + first * s.n_value_heads, count, s.n_key_heads,
+                            s.n_value_heads, s.dk, s.dv);
+                    }
+                    const int outside = count_outside(out, expected.out, "out", out_gap) +
+                                        count_outside(state, expected.state, "state", state_gap);
+                    printf("%s %5d tokens (calls of %d and %d), heads %d/%d, dk %d, dv %d, decays %s\n",
+                           outside ? "FAIL" : "ok  ", n_tokens, split, n_tokens - split,
+                           s.n_key_heads, s.n_value_heads, s.dk, s.dv, decays_name(d).c_str());
+                    fflush(stdout);
+                    failed += outside != 0;
+                    runs++;
+                }
+            }
+    }
+    printf("%d of %d failed; largest |emulated - recurrent|: outputs %.2e, states %.2e\n", failed,
+           runs, out_gap, state_gap);
+    return failed != 0;
+}
