@@ -121,7 +121,8 @@ $(BUILD)/common/%.o: common/%.cpp | deps
 
 test: $(foreach n,$(STEPS),$(BUILD)/test_step$(n)) ## run every step's checks once; ends with "N passed, N failed"
 	@tools/check/run_tests.sh --once $(if $(HAVE_NVCC),,--no-nvcc "$(strip $(CUDA_STEPS))") \
-	    tools/check/check_carried.sh tools/check/check_assignments.sh tools/check/check_docs.py $^
+	    tools/check/check_carried.sh tools/check/check_assignments.sh tools/check/check_docs.py \
+	    tools/emulate/check.sh $^
 
 # tools/check/check_assignments.sh compiles the assignments' stubbed files as this build
 # compiles the real ones and links them with this build's objects.
@@ -130,6 +131,8 @@ test: export ASSIGNMENT_CXX = $(CXX) $(CXXFLAGS)
 test: export ASSIGNMENT_LDFLAGS = $(LDFLAGS)
 test: export ASSIGNMENT_CUDA_LDLIBS = $(CUDA_LDLIBS)
 test: export ASSIGNMENT_NVCC = $(HAVE_NVCC)
+# tools/emulate/check.sh compiles a CPU program with the checks' inputs (doctest's header).
+test: export DOCTEST_INCLUDE := $(DOCTEST_INCLUDE)
 
 # The real model that tests/fixtures/real_model/ was computed from (make model fetches it).
 REAL_MODEL ?= models/qwen2.5-coder-0.5b-instruct.gguf

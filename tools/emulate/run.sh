@@ -2,6 +2,7 @@
 # tools/emulate/run.sh - step 15's chunk kernels run lane by lane on the CPU (lanes.h): built
 # from step15_chunked_delta_rule/chunked_delta_rule.cu as it stands, into build/emulate.
 #   tools/emulate/run.sh rule [MAX_TOKENS]          against the recurrence, random inputs
+#   tools/emulate/run.sh check                      the same up to 130 tokens, as `make test` runs it
 #   tools/emulate/run.sh model MODEL.gguf IDS.txt   a file's prompt: every position's logits
 # EMU_TRUNCATE=1 cuts each mma sum as the tensor cores do (lanes.h). Needs g++ and CUDA's headers
 # (cuda_fp16.h), not a GPU; run `make build/release-cpu-only/test_step15 HAVE_NVCC=` first for
@@ -26,11 +27,24 @@ grep -q 'emu::dynamic_shared' $OUT/chunk_kernels.inc || { echo "run.sh: chunk_pr
 
 # tools/emulate first: its tensor_core_ptx.cuh stands in for the step's.
 CXX="g++ -std=c++17 -O2 -fopenmp -Itools/emulate -I$OUT -I$STEP -Icommon -isystem $CUDA_INCLUDE"
+build_rule() {
+    $CXX -DDOCTEST_CONFIG_DISABLE ${DOCTEST_INCLUDE:+-isystem $DOCTEST_INCLUDE} \
+        -include tools/emulate/lanes.h tools/emulate/chunk_rule.cpp \
+        $STEP/ops_cpu.cpp $STEP/dequantize.cpp $STEP/ggml_types.cpp -o $OUT/chunk_rule
+}
 case "${1:-}" in
 rule)
-    $CXX -DDOCTEST_CONFIG_DISABLE -include tools/emulate/lanes.h tools/emulate/chunk_rule.cpp \
-        $STEP/ops_cpu.cpp $STEP/dequantize.cpp $STEP/ggml_types.cpp -o $OUT/chunk_rule
+    build_rule
     $OUT/chunk_rule ${2:-200}
+    ;;
+check)
+    if [ ! -f $CUDA_INCLUDE/cuda_fp16.h ]; then
+        echo "SKIPPED: the emulated chunk kernels need CUDA's headers ($CUDA_INCLUDE/cuda_fp16.h is missing)"
+        echo "emulated_chunk_kernels: 0 passed, 0 failed, 1 skipped"
+        exit 0
+    fi
+    build_rule
+    $OUT/chunk_rule 130 check
     ;;
 model)
     objects=build/release-cpu-only/$STEP
@@ -42,7 +56,7 @@ model)
     $OUT/chunk_rule_in_model "$2" "$3"
     ;;
 *)
-    sed -n '2,8p' "$0"
+    sed -n '2,9p' "$0"
     exit 1
     ;;
 esac
