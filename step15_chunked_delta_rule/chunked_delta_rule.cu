@@ -37,7 +37,7 @@
 // (test_chunked_delta_rule.cpp), the state and v far below 65504; only an x below ~6e-5, its lo
 // then subnormal, is known to 2^-35 absolutely instead.
 //
-// The bound (test_chunked_delta_rule_cuda.cpp, kGpuChunkBound): the CPU chunk form is within
+// The bound (test_delta_rule_inputs.h, kGpuChunkBound): the CPU chunk form is within
 // (C + dk) roundings of 2^-24 of the state's size of exact (test_chunked_delta_rule.cpp), an
 // error that does not grow along the prompt (each token's map e^g (I - beta k k^T) shrinks it).
 // Here each of those C + dk terms is off by 12 times as much, worst case (C + dk) * 7.2e-7 =

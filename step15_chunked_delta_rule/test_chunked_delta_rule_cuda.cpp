@@ -7,8 +7,9 @@
 // larger models), and short heads (dk 32, dv 48) that the kernels pad; keys nearly parallel
 // with beta near 1; a state left by an earlier call; a prompt in two calls. Outputs are filled
 // with NaN first, so a value never written fails. The bound and its reason stand next to
-// kGpuChunkBound; a CPU check shows why the products cannot take plain F16 operands. Without a
-// GPU these checks skip, except that one and the refusals (with GPU code).
+// kGpuChunkBound (test_delta_rule_inputs.h); a CPU check shows why the products cannot take
+// plain F16 operands. Without a GPU these checks skip, except that one and the refusals (with GPU
+// code).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -61,17 +62,6 @@ RuleResult gpu_rule(GpuRule rule, const RuleShape& s, const RuleInputs& in, int 
     }
     return {out.download(), state.download()};
 }
-
-// The bound on |gpu chunked - recurrent|, derived in chunked_delta_rule.cu's header: every
-// product there takes its operands in the split form hi + lo (two F16 values), each known to
-// 2^-22 of itself, so a product term is off by up to 3 * 2^-22 = 7.2e-7 of |a| |b| where the
-// CPU's float FMA is off by 2^-24: 12 times as much. A chunk's value is a sum of C + dk = 192
-// such terms of at most the state's size, and its error does not grow along the prompt (the
-// CPU's argument, test_chunked_delta_rule.cpp): 1.4e-4 of the state's size if every rounding
-// fell the same way, about sqrt(192) * 7.2e-7 = 1e-5 as they fall either way. The CPU forms are
-// within 1.6e-6 of exact (measured there). 3e-5 + 3e-5 |x| is three times the estimate; the
-// first run on a GPU prints the largest differences (MESSAGE below), to compare with it.
-const Tolerance kGpuChunkBound = {3e-5, 3e-5};
 
 // (n_key_heads, n_value_heads, dk, dv): Qwen3.5's heads of 128, as many value heads as key heads
 // and twice as many (value head h reads key head h % n_key_heads); short heads, which the

@@ -1,7 +1,8 @@
 // test_delta_rule_inputs.h - the delta rule's test inputs and references, shared by the CPU
 // checks of the chunked rule (test_chunked_delta_rule.cpp) and the GPU ones
 // (test_chunked_delta_rule_cuda.cpp): random inputs made as the layer makes them, step 14's
-// recurrence on the CPU, the same recurrence in double, and the largest difference of two results.
+// recurrence on the CPU, the same recurrence in double, the GPU's bound against it, and the
+// largest difference of two results.
 #pragma once
 
 #include <algorithm>
@@ -110,6 +111,18 @@ inline RuleResult recurrent_in_double(const RuleShape& s, const RuleInputs& in, 
     return {std::vector<float>(out.begin(), out.end()),
             std::vector<float>(state.begin(), state.end())};
 }
+
+// The bound on |gpu chunked - recurrent|, derived in chunked_delta_rule.cu's header: every
+// product there takes its operands in the split form hi + lo (two F16 values), each known to
+// 2^-22 of itself, so a product term is off by up to 3 * 2^-22 = 7.2e-7 of |a| |b| where the
+// CPU's float FMA is off by 2^-24: 12 times as much. A chunk's value is a sum of C + dk = 192
+// such terms of at most the state's size, and its error does not grow along the prompt (the
+// CPU's argument, test_chunked_delta_rule.cpp): 1.4e-4 of the state's size if every rounding
+// fell the same way, about sqrt(192) * 7.2e-7 = 1e-5 as they fall either way. The CPU forms are
+// within 1.6e-6 of exact (measured there). 3e-5 + 3e-5 |x| is three times the estimate; the
+// GPU checks print the largest differences (test_chunked_delta_rule_cuda.cpp), to compare
+// with it; tools/emulate/chunk_rule.cpp holds the kernels run lane by lane on the CPU to it.
+const Tolerance kGpuChunkBound = {3e-5, 3e-5};
 
 inline double largest_difference(const std::vector<float>& a, const std::vector<float>& b) {
     double largest = 0.0;

@@ -1,6 +1,6 @@
 // chunk_rule.cpp - step 15's chunk kernels, run lane by lane on the CPU (lanes.h), against step
 // 14's recurrence on random inputs made as test_chunked_delta_rule_cuda.cpp makes them: prompts
-// of 1 to 200 tokens, in one call and in two, within that file's bound (kGpuChunkBound).
+// of 1 to 200 tokens, in one call and in two, within kGpuChunkBound (test_delta_rule_inputs.h).
 // Usage: chunk_rule [MAX_TOKENS [check]]   (1000 takes many minutes)
 // `check`, as `make test` runs it (check.sh): mixed decays only, a line for each failed run only,
 // and the last line counts the runs as the test binaries count their checks.
@@ -15,16 +15,14 @@
 
 using namespace delta_rule_checks;
 
-// The largest |got - expected|, and how many are past 3e-5 + 3e-5 |expected|, the first 3 shown.
+// How many values of `got` are past kGpuChunkBound, with test_tolerance.h's report (the first
+// five and the worst) printed; `largest` keeps the largest difference seen.
 static int count_outside(const std::vector<float>& got, const std::vector<float>& expected,
                          const char* what, double& largest) {
-    int outside = 0;
-    for (size_t i = 0; i < got.size(); i++) {
-        const double gap = std::fabs(double(got[i]) - expected[i]);
-        if (!std::isnan(gap)) largest = std::max(largest, gap);
-        if (gap <= 3e-5 + 3e-5 * std::fabs(expected[i])) continue;
-        if (outside++ < 3) printf("  %s[%zu]: %g, expected %g\n", what, i, got[i], expected[i]);
-    }
+    std::string report;
+    const int outside = count_mismatches(got, expected, kGpuChunkBound, report);
+    if (outside > 0) printf("  %s:\n%s", what, report.c_str());
+    largest = std::max(largest, largest_difference(got, expected));
     return outside;
 }
 

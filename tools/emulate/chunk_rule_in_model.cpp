@@ -17,6 +17,8 @@
 #include "gguf_reader.h"
 #include "kv_cache.h"
 #include "model_config.h"
+#include "test_delta_rule_inputs.h"
+#include "test_tolerance.h"
 #include "weights.h"
 
 enum class Rule { CpuChunked, Recurrent, Emulated };
@@ -78,22 +80,15 @@ static std::vector<float> prompt_logits(const ModelConfig& config, const Weights
     return state.logits;
 }
 
+// The largest difference, and the values past the tolerance with test_tolerance.h's report:
+// (position, token id) of the first five and of the worst.
 static void compare(const char* what, const std::vector<float>& got,
-                    const std::vector<float>& expected, int n_vocab, double absolute) {
-    int outside = 0;
-    double worst = 0;
-    std::vector<int> positions;
-    for (size_t i = 0; i < got.size(); i++) {
-        const double gap = std::fabs(double(got[i]) - expected[i]);
-        worst = std::max(worst, gap);
-        if (gap <= absolute + 1e-4 * std::fabs(expected[i])) continue;
-        outside++;
-        const int position = int(i / n_vocab);
-        if (positions.empty() || positions.back() != position) positions.push_back(position);
-    }
-    printf("%-34s largest %.2e; %d past %.0e + 1e-4 |x|", what, worst, outside, absolute);
-    for (size_t i = 0; i < positions.size(); i++) printf("%s%d", i ? "," : ", at positions ", positions[i]);
-    printf("\n");
+                    const std::vector<float>& expected, int n_vocab, Tolerance tolerance) {
+    std::string report;
+    const int outside = count_mismatches(got, expected, tolerance, report, n_vocab);
+    printf("%s largest %.2e; %d past %.0e + %.0e |x|\n%s", what,
+           delta_rule_checks::largest_difference(got, expected), outside, tolerance.abs,
+           tolerance.rel, report.c_str());
 }
 
 int main(int argc, char** argv) {
@@ -113,9 +108,10 @@ int main(int argc, char** argv) {
     printf("%s, %zu tokens; the emulated GPU chunk kernels%s:\n", argv[1], ids.size(),
            emu::g_truncate ? " (sums cut as the tensor cores cut them)" : "");
     const std::vector<float> emulated = prompt_logits(config, weights, ids, Rule::Emulated);
-    for (double absolute : {5e-4, 3e-3}) {
-        compare("cpu recurrent vs cpu chunked:", recurrent, cpu, n_vocab, absolute);
-        compare("emulated gpu vs cpu chunked:", emulated, cpu, n_vocab, absolute);
-        compare("emulated gpu vs cpu recurrent:", emulated, recurrent, n_vocab, absolute);
+    // test_qwen35_forward_cuda.cpp's kAgainstCpu and kChunkedPrompt.
+    for (Tolerance tolerance : {Tolerance{5e-4, 1e-4}, Tolerance{3e-3, 1e-4}}) {
+        compare("cpu recurrent vs cpu chunked:", recurrent, cpu, n_vocab, tolerance);
+        compare("emulated gpu vs cpu chunked:", emulated, cpu, n_vocab, tolerance);
+        compare("emulated gpu vs cpu recurrent:", emulated, recurrent, n_vocab, tolerance);
     }
 }

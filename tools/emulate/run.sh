@@ -50,7 +50,8 @@ model)
     objects=build/release-cpu-only/$STEP
     [ -f $objects/weights.o ] || { echo "run.sh: build $objects first (make build/release-cpu-only/test_step15 HAVE_NVCC=)" >&2; exit 1; }
     $CXX -Dchunked_gated_delta_rule=chunked_rule_under_test -c $STEP/forward_cpu.cpp -o $OUT/forward_cpu.o
-    $CXX -include tools/emulate/lanes.h -c tools/emulate/chunk_rule_in_model.cpp -o $OUT/chunk_rule_in_model.o
+    $CXX -DDOCTEST_CONFIG_DISABLE ${DOCTEST_INCLUDE:+-isystem $DOCTEST_INCLUDE} \
+        -include tools/emulate/lanes.h -c tools/emulate/chunk_rule_in_model.cpp -o $OUT/chunk_rule_in_model.o
     g++ -fopenmp $OUT/chunk_rule_in_model.o $OUT/forward_cpu.o \
         $(ls $objects/*.o | grep -vE '/(test_[a-z0-9_]*|forward_cpu|main)\.o$') -o $OUT/chunk_rule_in_model
     $OUT/chunk_rule_in_model "$2" "$3"
