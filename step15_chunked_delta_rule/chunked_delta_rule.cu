@@ -14,12 +14,17 @@
 // Products. K K^T, Q K^T (64 x 64 x dk), W = T diag(beta e^G) K, U = T diag(beta) V
 // (64 x dk x 64), W S, Q S (64 x 16 x dk), P V' (64 x 16 x 64) and K^T V' (dk x 16 x 64): all
 // mma.sync m16n8k16 (tensor_core_ptx.cuh) with float accumulators, as step 12's GEMM. The left
-// operand of a warp's product is its own rows, so the warp builds it in registers from where
-// the values are (memory, or T in shared memory); the right operand is every warp's, so it
-// goes through shared memory once and ldmatrix. The state's slice is the accumulator of its
-// own update and stays in the registers; shared memory holds it only as the next products'
-// right operand. Shared memory: 85 KB a chunk_prepare block (sm_86 and sm_89 allow 99), 18 KB
-// a chunk_state_pass block. dk and dv up to 128; shorter heads are padded with zeros.
+// operand of a warp's product is its own rows, so the warp builds it in registers; the right
+// operand is every warp's, so it goes through shared memory once and ldmatrix. The state pass
+// is a chain, chunk after chunk, so what it waits for each chunk is its time: its left
+// operands (W, diag(e^G) Q, P, and diag(e^(G_last - G)) K transposed) need no state, and
+// chunk_prepare leaves them ready, split (below) and in each lane's register order, so that a
+// warp loads a 16 x 16 operand as two 16-byte loads a lane instead of building it from 16
+// scattered floats; and the eight blocks of a head read them, not build them eight times. The
+// state's slice is the accumulator of its own update and stays in the registers; shared
+// memory holds it only as the next products' right operand. Shared memory: 86 KB a
+// chunk_prepare block (sm_86 and sm_89 allow 99), 18 KB a chunk_state_pass block. dk and dv
+// up to 128; shorter heads are padded with zeros.
 //
 // Precision: the split trick for every product. An operand rounded to F16 keeps 11 significant
 // bits, a relative error up to u = 2^-11 (4.9e-4): the state so rounded (|S| up to ~5) moves
@@ -84,11 +89,11 @@ struct SplitFragment {
     uint32_t hi[4], lo[4];
 };
 
-// A (16 x 16) at rows m0, depth k0 of the matrix value(row, column), built in the registers:
+// A (16 x 16) at rows m0, depth k0 of the matrix value(row, column), lane `lane`'s registers:
 // quarter i holds rows group + 8 (i % 2), columns pair + 8 (i / 2) (tensor_core_ptx.cuh).
 template <typename Value>
-__device__ inline SplitFragment a_operand(Value value, int m0, int k0) {
-    const int lane = threadIdx.x % 32, row = m0 + lane / 4, column = k0 + 2 * (lane % 4);
+__device__ inline SplitFragment a_operand(Value value, int m0, int k0, int lane) {
+    const int row = m0 + lane / 4, column = k0 + 2 * (lane % 4);
     SplitFragment f;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -98,6 +103,11 @@ __device__ inline SplitFragment a_operand(Value value, int m0, int k0) {
         f.lo[i] = bits(pair.lo);
     }
     return f;
+}
+// The calling lane's.
+template <typename Value>
+__device__ inline SplitFragment a_operand(Value value, int m0, int k0) {
+    return a_operand(value, m0, k0, threadIdx.x % 32);
 }
 
 // A right operand in shared memory, hi and lo, its rows padded by kRowPad.
@@ -119,6 +129,7 @@ __device__ inline void store_pair(SplitTile<kRows, kCols>& tile, int r, int c, f
 template <int kRows, int kCols, typename Value>
 __device__ inline void fill_split(SplitTile<kRows, kCols>& tile, Value value) {
     constexpr int kPairsPerRow = kCols / 2;
+#pragma unroll 8  // eight pairs' loads in flight a thread
     for (int p = threadIdx.x; p < kRows * kPairsPerRow; p += kChunkThreads) {
         const int r = p / kPairsPerRow, c = 2 * (p % kPairsPerRow);
         store_pair(tile, r, c, value(r, c), value(r, c + 1));
@@ -164,14 +175,49 @@ __device__ inline void mma_split(float (&acc)[4], const SplitFragment& a, const 
 __device__ inline int acc_row(int m0, int e) { return m0 + (threadIdx.x % 32) / 4 + (e / 2) * 8; }
 __device__ inline int acc_column(int n, int e) { return 8 * n + 2 * (threadIdx.x % 4) + e % 2; }
 
-// The caller's DeltaChunkScratch (ops_cuda.h) as the kernels take it: the matrices
-// chunk_prepare leaves for chunk_state_pass, with the same shapes.
+// A warp's accumulators (16 rows, column tiles 2 kt and 2 kt + 1) as the left operand of a
+// next product, depth tile kt: the lane holds the same rows and columns in both layouts.
+template <int kTiles>
+__device__ inline SplitFragment acc_as_a_operand(const float (&acc)[kTiles][4], int kt) {
+    SplitFragment f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float* pair = &acc[2 * kt + i / 2][2 * (i % 2)];
+        const SplitPair split = split_pair(pair[0], pair[1]);
+        f.hi[i] = bits(split.hi);
+        f.lo[i] = bits(split.lo);
+    }
+    return f;
+}
+
+// The caller's DeltaChunkScratch (ops_cuda.h) as the kernels take it, with the same shapes.
 struct ChunkMatrices {
-    float* w;       // (n_value_heads, n_chunks, C, dk)
-    float* u;       // (n_value_heads, n_chunks, C, dv)
-    float* p;       // (n_value_heads, n_chunks, C, C)
-    float* decays;  // (n_value_heads, n_chunks, 2, C)
+    uint32_t* fragments;  // (n_value_heads, n_chunks, kDeltaChunkFragments, kDeltaFragmentWords)
+    float* u;             // (n_value_heads, n_chunks, C, dv)
+    float* chunk_decays;  // (n_value_heads, n_chunks)
 };
+
+// A chunk's left operands, made once by chunk_prepare and read by chunk_state_pass's warps:
+// fragment f (16 x 16) is kDeltaFragmentWords words, every lane's hi registers then every lane's
+// lo, so a warp reads it in two loads of 512 contiguous bytes. The fragments of a chunk:
+constexpr int kWFragments = 0;   // W (C, 128): row tile m, depth tile k at 8 m + k
+constexpr int kQFragments = 32;  // diag(e^G) Q (C, 128): 8 m + k
+constexpr int kPFragments = 64;  // P (C, C): 4 m + k
+constexpr int kKFragments = 80;  // (diag(e^(G_last - G)) K)^T (128, C): 4 m + k
+static_assert(kKFragments + 32 == kDeltaChunkFragments && kMaxHeadDim == 128 && kChunk == 64,
+              "ops_cuda.h's count of a chunk's fragments");
+static_assert(kDeltaFragmentWords == 2 * 32 * 4, "hi and lo, 32 lanes, 4 registers");
+
+__device__ inline void store_fragment(uint32_t* chunk, int f, int lane, const SplitFragment& x) {
+    uint4* at = reinterpret_cast<uint4*>(chunk + f * kDeltaFragmentWords);
+    at[lane] = make_uint4(x.hi[0], x.hi[1], x.hi[2], x.hi[3]);
+    at[32 + lane] = make_uint4(x.lo[0], x.lo[1], x.lo[2], x.lo[3]);
+}
+__device__ inline SplitFragment load_fragment(const uint32_t* chunk, int f) {
+    const uint4* at = reinterpret_cast<const uint4*>(chunk + f * kDeltaFragmentWords);
+    const uint4 hi = at[threadIdx.x % 32], lo = at[32 + threadIdx.x % 32];
+    return {{hi.x, hi.y, hi.z, hi.w}, {lo.x, lo.y, lo.z, lo.w}};
+}
 
 // Both kernels' arguments.
 struct ChunkArgs {
@@ -199,6 +245,9 @@ __device__ inline ChunkPlace chunk_place(const ChunkArgs& a, int h, int chunk) {
     const int first = chunk * kChunk;
     return {first, min(kChunk, a.n_tokens - first), int64_t(h) * chunk_count(a.n_tokens) + chunk};
 }
+__device__ inline uint32_t* chunk_fragments(const ChunkArgs& a, ChunkPlace at) {
+    return a.scratch.fragments + at.index * kDeltaChunkFragments * kDeltaFragmentWords;
+}
 
 // Value i of the chunk's token t in q or k, 0 past the chunk's tokens or dk: value head h
 // reads key head h % n_key_heads (the file's tiled order).
@@ -216,48 +265,42 @@ struct PrepareTiles {
     // (C, C) A is strictly lower triangular and T lower triangular: A^T above the diagonal
     // (at[r][t] = A_tr, r < t), T on and below it (at[t][r] = T_tr, r <= t).
     float at[kChunk][kChunk + 1];
-    double G[kChunk];     // (C) g_0 + ... + g_t, in double as on the CPU
-    float decay[kChunk];  // (C) e^(G_t)
-    float beta[kChunk];   // (C) 0 past the chunk's tokens
+    double G[kChunk];         // (C) g_0 + ... + g_t, in double as on the CPU
+    float decay[kChunk];      // (C) e^(G_t)
+    float key_decay[kChunk];  // (C) e^(G_last - G_t)
+    float beta[kChunk];       // (C) 0 past the chunk's tokens
 };
 
-// out (C, width) = mix (C, C) rows (C, kMaxHeadDim), the first `width` columns written, mix
-// given as mix(t, r). mix is lower triangular: warp w's rows need its columns below 16 (w + 1).
+// acc (C, kMaxHeadDim) = mix (C, C) rows (C, kMaxHeadDim), warp w's 16 rows, mix given as
+// mix(t, r). mix is lower triangular: warp w's rows need its columns below 16 (w + 1).
 template <typename Mix>
-__device__ inline void mix_product(float* out, int width, Mix mix,
+__device__ inline void mix_product(float (&acc)[kMaxHeadDim / 8][4], Mix mix,
                                    const SplitTile<kChunk, kMaxHeadDim>& rows) {
-    constexpr int kTiles = kMaxHeadDim / 8;
     const int m0 = 16 * (threadIdx.x / 32);
-    float acc[kTiles][4] = {};
     for (int k0 = 0; k0 < m0 + 16; k0 += 16) {
         const SplitFragment a = a_operand(mix, m0, k0);
 #pragma unroll
-        for (int n = 0; n < kTiles; n += 2) {
+        for (int n = 0; n < kMaxHeadDim / 8; n += 2) {
             const SplitFragment b = b_operand_transposed(rows, k0, 8 * n);
             mma_split(acc[n], a, b, 0);
             mma_split(acc[n + 1], a, b, 1);
         }
     }
-#pragma unroll
-    for (int n = 0; n < kTiles; n++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            if (acc_column(n, e) < width)
-                out[acc_row(m0, e) * width + acc_column(n, e)] = acc[n][e];
 }
 
-// The chunk's G, decays and beta (and the decays chunk_state_pass reads), K and V.
+// The chunk's G, decays and beta (and the decay chunk_state_pass reads), K and V.
 __device__ inline void load_prepare_inputs(PrepareTiles& s, const ChunkArgs& a, int h,
                                            ChunkPlace at) {
-    if (threadIdx.x == 0) {
-        double log_decay = 0.0;
-        for (int t = 0; t < kChunk; t++) {
-            const int64_t gate = int64_t(at.first + t) * a.n_value_heads + h;
-            if (t < at.c) log_decay += double(a.g[gate]);
-            s.G[t] = log_decay;  // past the chunk's tokens, the last one's
-            s.decay[t] = expf(float(log_decay));
-            s.beta[t] = t < at.c ? a.beta[gate] : 0.0f;
-        }
+    if (threadIdx.x < kChunk) {  // the gates, 0 past the chunk's tokens
+        const int t = threadIdx.x;
+        const int64_t gate = int64_t(at.first + t) * a.n_value_heads + h;
+        s.G[t] = t < at.c ? double(a.g[gate]) : 0.0;
+        s.beta[t] = t < at.c ? a.beta[gate] : 0.0f;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {  // G summed in order, as on the CPU; past the chunk, the last one's
+        for (int t = 1; t < kChunk; t++) s.G[t] += s.G[t - 1];
+        a.scratch.chunk_decays[at.index] = expf(float(s.G[at.c - 1]));
     }
     fill_split(s.keys, [&](int t, int i) { return key_value(a, a.k, at, h, t, i); });
     fill_split(s.values, [&](int t, int j) {
@@ -267,22 +310,17 @@ __device__ inline void load_prepare_inputs(PrepareTiles& s, const ChunkArgs& a, 
     __syncthreads();
     if (threadIdx.x < kChunk) {
         const int t = threadIdx.x;
-        float* decays = a.scratch.decays + at.index * 2 * kChunk;
-        decays[t] = s.decay[t];
-        decays[kChunk + t] = expf(float(s.G[at.c - 1] - s.G[t]));
+        s.decay[t] = expf(float(s.G[t]));
+        s.key_decay[t] = expf(float(s.G[at.c - 1] - s.G[t]));
     }
+    __syncthreads();
 }
 
-__global__ void __launch_bounds__(kChunkThreads) chunk_prepare_kernel(const ChunkArgs a) {
-    // BEGIN SOLUTION step15 chunk_prepare_kernel
-    extern __shared__ __align__(16) uint8_t shared_bytes[];
-    PrepareTiles& s = *reinterpret_cast<PrepareTiles*>(shared_bytes);
-    const int h = blockIdx.y;
-    const ChunkPlace at = chunk_place(a, h, blockIdx.x);
-    load_prepare_inputs(s, a, h, at);
-
-    // Warp w's 16 rows of K K^T and Q K^T, all 64 columns.
-    const int m0 = 16 * (threadIdx.x / 32);
+// Warp w's 16 rows of K K^T and Q K^T: A^T (r < t) into shared memory, each times
+// e^(G_t - G_r) beta_t, and P (r <= t) as fragments; and diag(e^G) Q's rows as fragments.
+__device__ inline void scores(PrepareTiles& s, const ChunkArgs& a, int h, ChunkPlace at) {
+    const int warp = threadIdx.x / 32, m0 = 16 * warp;
+    uint32_t* fragments = chunk_fragments(a, at);
     float kk[kChunk / 8][4] = {}, qk[kChunk / 8][4] = {};
 #pragma unroll
     for (int k0 = 0; k0 < kMaxHeadDim; k0 += 16) {
@@ -290,6 +328,10 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_prepare_kernel(const Chun
             a_operand([&](int t, int i) { return key_value(a, a.k, at, h, t, i); }, m0, k0);
         const SplitFragment query =
             a_operand([&](int t, int i) { return key_value(a, a.q, at, h, t, i); }, m0, k0);
+        const SplitFragment decayed_query = a_operand(
+            [&](int t, int i) { return s.decay[t] * key_value(a, a.q, at, h, t, i); }, m0, k0);
+        store_fragment(fragments, kQFragments + 8 * warp + k0 / 16, threadIdx.x % 32,
+                       decayed_query);
 #pragma unroll
         for (int n = 0; n < kChunk / 8; n += 2) {
             const SplitFragment keys = b_operand(s.keys, 8 * n, k0);
@@ -300,8 +342,6 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_prepare_kernel(const Chun
             }
         }
     }
-    // A^T (r < t) into shared memory, P (r <= t) to the scratch, each times e^(G_t - G_r).
-    float* p = a.scratch.p + at.index * kChunk * kChunk;
 #pragma unroll
     for (int n = 0; n < kChunk / 8; n++)
 #pragma unroll
@@ -309,8 +349,62 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_prepare_kernel(const Chun
             const int t = acc_row(m0, e), r = acc_column(n, e);
             const float decay = r <= t ? expf(float(s.G[t] - s.G[r])) : 0.0f;
             if (r < t) s.at[r][t] = s.beta[t] * kk[n][e] * decay;
-            p[t * kChunk + r] = qk[n][e] * decay;
+            qk[n][e] *= decay;
         }
+#pragma unroll
+    for (int kt = 0; kt < kChunk / 16; kt++)
+        store_fragment(fragments, kPFragments + 4 * warp + kt, threadIdx.x % 32,
+                       acc_as_a_operand(qk, kt));
+}
+
+// (diag(e^(G_last - G)) K)^T (dk, C) as fragments, the block's threads a (fragment, lane) each
+// in turn.
+__device__ inline void decayed_keys(const PrepareTiles& s, const ChunkArgs& a, int h,
+                                    ChunkPlace at) {
+    uint32_t* fragments = chunk_fragments(a, at);
+    for (int slot = threadIdx.x; slot < 32 * 32; slot += kChunkThreads) {
+        const int f = slot / 32, lane = slot % 32;
+        const SplitFragment keys = a_operand(
+            [&](int i, int t) { return s.key_decay[t] * key_value(a, a.k, at, h, t, i); },
+            16 * (f / 4), 16 * (f % 4), lane);
+        store_fragment(fragments, kKFragments + f, lane, keys);
+    }
+}
+
+// W = T diag(beta e^G) K, warp w's rows, as fragments.
+__device__ inline void w_fragments(const PrepareTiles& s, const ChunkArgs& a, ChunkPlace at) {
+    float w[kMaxHeadDim / 8][4] = {};
+    mix_product(
+        w, [&](int t, int r) { return r <= t ? s.at[t][r] * s.beta[r] * s.decay[r] : 0.0f; },
+        s.keys);
+#pragma unroll
+    for (int kt = 0; kt < kMaxHeadDim / 16; kt++)
+        store_fragment(chunk_fragments(a, at), kWFragments + 8 * (threadIdx.x / 32) + kt,
+                       threadIdx.x % 32, acc_as_a_operand(w, kt));
+}
+
+// U = T diag(beta) V, warp w's rows, as floats (chunk_state_pass subtracts W S from them).
+__device__ inline void u_rows(const PrepareTiles& s, const ChunkArgs& a, ChunkPlace at) {
+    float u[kMaxHeadDim / 8][4] = {};
+    mix_product(u, [&](int t, int r) { return r <= t ? s.at[t][r] * s.beta[r] : 0.0f; }, s.values);
+    float* out = a.scratch.u + at.index * kChunk * a.dv;
+    const int m0 = 16 * (threadIdx.x / 32);
+#pragma unroll
+    for (int n = 0; n < kMaxHeadDim / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            if (acc_column(n, e) < a.dv) out[acc_row(m0, e) * a.dv + acc_column(n, e)] = u[n][e];
+}
+
+__global__ void __launch_bounds__(kChunkThreads) chunk_prepare_kernel(const ChunkArgs a) {
+    // BEGIN SOLUTION step15 chunk_prepare_kernel
+    extern __shared__ __align__(16) uint8_t shared_bytes[];
+    PrepareTiles& s = *reinterpret_cast<PrepareTiles*>(shared_bytes);
+    const int h = blockIdx.y;
+    const ChunkPlace at = chunk_place(a, h, blockIdx.x);
+    load_prepare_inputs(s, a, h, at);
+    scores(s, a, h, at);
+    decayed_keys(s, a, h, at);
     __syncthreads();
 
     // T = (I + A)^-1 row after row: T_t = e_t - sum_{r<t} A_tr T_r, thread j its column j <= t,
@@ -326,13 +420,8 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_prepare_kernel(const Chun
         __syncthreads();
     }
 
-    // W = T diag(beta e^G) K and U = T diag(beta) V.
-    mix_product(
-        a.scratch.w + at.index * kChunk * a.dk, a.dk,
-        [&](int t, int r) { return r <= t ? s.at[t][r] * s.beta[r] * s.decay[r] : 0.0f; }, s.keys);
-    mix_product(
-        a.scratch.u + at.index * kChunk * a.dv, a.dv,
-        [&](int t, int r) { return r <= t ? s.at[t][r] * s.beta[r] : 0.0f; }, s.values);
+    w_fragments(s, a, at);
+    u_rows(s, a, at);
     // END SOLUTION
 }
 
@@ -354,19 +443,16 @@ __device__ inline int slice_row(int m, int e) {
 
 // V' = U - W S for warp w's 16 rows into s.deltas, and O = diag(e^G) Q S, the outputs' first
 // part, into o.
-__device__ inline void chunk_deltas(float (&o)[2][4], StateTiles& s, const ChunkArgs& a, int h,
+__device__ inline void chunk_deltas(float (&o)[2][4], StateTiles& s, const ChunkArgs& a,
                                     ChunkPlace at, int j0) {
-    const int m0 = 16 * (threadIdx.x / 32);
-    const float* w = a.scratch.w + at.index * kChunk * a.dk;
-    const float* query_decay = a.scratch.decays + at.index * 2 * kChunk;  // e^(G_t)
+    const int warp = threadIdx.x / 32, m0 = 16 * warp;
+    const uint32_t* fragments = chunk_fragments(a, at);
     float ws[2][4] = {};
 #pragma unroll
-    for (int k0 = 0; k0 < kMaxHeadDim; k0 += 16) {
-        const SplitFragment S = b_operand_transposed(s.state, k0, 0);
-        const SplitFragment w_rows =
-            a_operand([&](int t, int i) { return i < a.dk ? w[t * a.dk + i] : 0.0f; }, m0, k0);
-        const SplitFragment queries = a_operand(
-            [&](int t, int i) { return query_decay[t] * key_value(a, a.q, at, h, t, i); }, m0, k0);
+    for (int kt = 0; kt < kMaxHeadDim / 16; kt++) {
+        const SplitFragment S = b_operand_transposed(s.state, 16 * kt, 0);
+        const SplitFragment w_rows = load_fragment(fragments, kWFragments + 8 * warp + kt);
+        const SplitFragment queries = load_fragment(fragments, kQFragments + 8 * warp + kt);
 #pragma unroll
         for (int tile = 0; tile < 2; tile++) {
             mma_split(ws[tile], w_rows, S, tile);
@@ -389,12 +475,11 @@ __device__ inline void chunk_deltas(float (&o)[2][4], StateTiles& s, const Chunk
 // after a barrier behind chunk_deltas.
 __device__ inline void chunk_outputs(float (&o)[2][4], const StateTiles& s, const ChunkArgs& a,
                                      int h, ChunkPlace at, int j0) {
-    const int m0 = 16 * (threadIdx.x / 32);
-    const float* p = a.scratch.p + at.index * kChunk * kChunk;
-    for (int k0 = 0; k0 < m0 + 16; k0 += 16) {  // P is lower triangular
-        const SplitFragment deltas = b_operand_transposed(s.deltas, k0, 0);
-        const SplitFragment scores =
-            a_operand([&](int t, int r) { return p[t * kChunk + r]; }, m0, k0);
+    const int warp = threadIdx.x / 32, m0 = 16 * warp;
+    const uint32_t* fragments = chunk_fragments(a, at);
+    for (int kt = 0; kt <= warp; kt++) {  // P is lower triangular
+        const SplitFragment deltas = b_operand_transposed(s.deltas, 16 * kt, 0);
+        const SplitFragment scores = load_fragment(fragments, kPFragments + 4 * warp + kt);
         mma_split(o[0], scores, deltas, 0);
         mma_split(o[1], scores, deltas, 1);
     }
@@ -409,27 +494,24 @@ __device__ inline void chunk_outputs(float (&o)[2][4], const StateTiles& s, cons
 }
 
 // S = e^(G_last) S + (diag(e^(G_last - G)) K)^T V', in the registers.
-__device__ inline void carry_state(StateSlice& S, const StateTiles& s, const ChunkArgs& a, int h,
+__device__ inline void carry_state(StateSlice& S, const StateTiles& s, const ChunkArgs& a,
                                    ChunkPlace at) {
-    const float* decays = a.scratch.decays + at.index * 2 * kChunk;
-    const float* key_decay = decays + kChunk;    // e^(G_last - G_t)
-    const float chunk_decay = decays[at.c - 1];  // e^(G_last)
+    const float chunk_decay = a.scratch.chunk_decays[at.index];  // e^(G_last)
 #pragma unroll
     for (int m = 0; m < 2; m++)
 #pragma unroll
         for (int n = 0; n < 2; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) S[m][n][e] *= chunk_decay;
-    const int m0 = 32 * (threadIdx.x / 32);
+    const int warp = threadIdx.x / 32;
+    const uint32_t* fragments = chunk_fragments(a, at);
 #pragma unroll
-    for (int k0 = 0; k0 < kChunk; k0 += 16) {
-        const SplitFragment deltas = b_operand_transposed(s.deltas, k0, 0);
+    for (int kt = 0; kt < kChunk / 16; kt++) {
+        const SplitFragment deltas = b_operand_transposed(s.deltas, 16 * kt, 0);
 #pragma unroll
         for (int m = 0; m < 2; m++) {
-            // (diag(e^(G_last - G)) K)^T: row i, column t.
-            const SplitFragment keys = a_operand(
-                [&](int i, int t) { return key_decay[t] * key_value(a, a.k, at, h, t, i); },
-                m0 + 16 * m, k0);
+            const SplitFragment keys =
+                load_fragment(fragments, kKFragments + 4 * (2 * warp + m) + kt);
             mma_split(S[m][0], keys, deltas, 0);
             mma_split(S[m][1], keys, deltas, 1);
         }
@@ -471,7 +553,7 @@ __device__ inline void share_slice(StateTiles& s, const StateSlice& S) {
                 store_pair(s.state, slice_row(m, e), acc_column(n, e), S[m][n][e], S[m][n][e + 1]);
 }
 
-__global__ void __launch_bounds__(kChunkThreads) chunk_state_pass_kernel(const ChunkArgs a) {
+__global__ void __launch_bounds__(kChunkThreads, 1) chunk_state_pass_kernel(const ChunkArgs a) {
     __shared__ StateTiles s;
     const int h = blockIdx.x, j0 = blockIdx.y * kSliceColumns;
     float* state = a.state + int64_t(h) * a.dk * a.dv;  // (dk, dv)
@@ -483,10 +565,10 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_state_pass_kernel(const C
         share_slice(s, S);
         __syncthreads();
         float o[2][4] = {};
-        chunk_deltas(o, s, a, h, at, j0);
+        chunk_deltas(o, s, a, at, j0);
         __syncthreads();  // every warp's deltas are in
         chunk_outputs(o, s, a, h, at, j0);
-        carry_state(S, s, a, h, at);
+        carry_state(S, s, a, at);
     }
     write_slice(state, S, a, j0);
 }
@@ -495,15 +577,15 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_state_pass_kernel(const C
 
 // The scratch's matrices for a call, if it has room for them (DeltaChunkScratch::reserve).
 static ChunkMatrices scratch_matrices(DeltaChunkScratch& scratch, int n_tokens, int n_value_heads,
-                                      int dk, int dv) {
-    const size_t rows = size_t(n_value_heads) * chunk_count(n_tokens) * kChunk;
-    if (scratch.w.size() < rows * dk || scratch.u.size() < rows * dv ||
-        scratch.p.size() < rows * kChunk || scratch.decays.size() < rows * 2)
+                                      int dv) {
+    const size_t chunks = size_t(n_value_heads) * chunk_count(n_tokens);
+    if (scratch.fragments.size() < chunks * kDeltaChunkFragments * kDeltaFragmentWords ||
+        scratch.u.size() < chunks * kChunk * dv || scratch.chunk_decays.size() < chunks)
         fail(
             "gpu::chunked_gated_delta_rule: the scratch has no room for %d tokens of %d heads "
             "(DeltaChunkScratch::reserve)",
             n_tokens, n_value_heads);
-    return {scratch.w.data(), scratch.u.data(), scratch.p.data(), scratch.decays.data()};
+    return {scratch.fragments.data(), scratch.u.data(), scratch.chunk_decays.data()};
 }
 
 void chunked_gated_delta_rule(float* out, float* state, const float* q, const float* k,
@@ -515,7 +597,7 @@ void chunked_gated_delta_rule(float* out, float* state, const float* q, const fl
              kMaxHeadDim, dk, dv);
     if (n_tokens == 0 || n_value_heads == 0) return;
     ChunkArgs a{out, state, q, k, v, g, beta, n_tokens, n_key_heads, n_value_heads, dk, dv, {}};
-    a.scratch = scratch_matrices(scratch, n_tokens, n_value_heads, dk, dv);
+    a.scratch = scratch_matrices(scratch, n_tokens, n_value_heads, dv);
     if (!gpu_has_tensor_core_mma())
         fail(
             "gpu::chunked_gated_delta_rule needs mma.sync: a GPU of compute capability 8.0 or "

@@ -53,8 +53,7 @@ static void resize_state(DeviceRunState& s, const ModelConfig& config, int n_tok
     s.beta.resize(recurrent * dn.n_value_heads);
     s.decay.resize(recurrent * dn.n_value_heads);
     s.recurrent.resize(recurrent * dn.value_width());
-    s.delta_chunks.reserve(int(recurrent), int(dn.n_value_heads), int(dn.key_dim),
-                           int(dn.value_dim));
+    s.delta_chunks.reserve(int(recurrent), int(dn.n_value_heads), int(dn.value_dim));
 }
 
 // transformers' l2norm of q and k in the Gated DeltaNet: a fixed epsilon (forward_cpu.cpp's).

@@ -136,20 +136,23 @@ void gated_delta_rule(float* out, float* state, const float* q, const float* k, 
 // and chunk of C = kDeltaChunkSize tokens, n_chunks = ceil(n_tokens / C) (a short last chunk's
 // rows past its tokens are zeros). The caller owns it, sized for its longest call: the
 // prompt's DeviceRunState (forward_cuda.h) for kPromptChunk tokens, a check for its own.
+// A chunk's mma operands in that scratch: W (C, 128) and diag(e^G) Q (C, 128) are 32 fragments
+// of 16 x 16 each, P (C, C) 16, (diag(e^(G_last - G)) K)^T (128, C) 32 (chunked_delta_rule.cu).
+constexpr int kDeltaChunkFragments = 32 + 32 + 16 + 32;
+constexpr int kDeltaFragmentWords = 2 * 32 * 4;  // hi and lo, 32 lanes, 4 registers of 2 halves
 struct DeltaChunkScratch {
-    DeviceBuffer<float> w;       // (n_value_heads, n_chunks, C, dk) W = T diag(beta e^G) K
-    DeviceBuffer<float> u;       // (n_value_heads, n_chunks, C, dv) U = T diag(beta) V
-    DeviceBuffer<float> p;       // (n_value_heads, n_chunks, C, C) Q K^T (*) causal e^(G_t - G_s)
-    DeviceBuffer<float> decays;  // (n_value_heads, n_chunks, 2, C) e^(G_t), then e^(G_last - G_t)
+    DeviceBuffer<uint32_t> fragments;  // (n_value_heads, n_chunks, kDeltaChunkFragments,
+                                       //  kDeltaFragmentWords) in the order the warps read them
+    DeviceBuffer<float> u;             // (n_value_heads, n_chunks, C, dv) U = T diag(beta) V
+    DeviceBuffer<float> chunk_decays;  // (n_value_heads, n_chunks) e^(G_last)
 
     // Room for calls of up to n_tokens tokens; the buffers only grow (DeviceBuffer::resize).
-    void reserve(int n_tokens, int n_value_heads, int dk, int dv) {
-        const size_t rows = size_t(n_value_heads) *
-                            ((n_tokens + kDeltaChunkSize - 1) / kDeltaChunkSize) * kDeltaChunkSize;
-        w.resize(rows * dk);
-        u.resize(rows * dv);
-        p.resize(rows * kDeltaChunkSize);
-        decays.resize(rows * 2);
+    void reserve(int n_tokens, int n_value_heads, int dv) {
+        const size_t chunks =
+            size_t(n_value_heads) * ((n_tokens + kDeltaChunkSize - 1) / kDeltaChunkSize);
+        fragments.resize(chunks * kDeltaChunkFragments * kDeltaFragmentWords);
+        u.resize(chunks * kDeltaChunkSize * dv);
+        chunk_decays.resize(chunks);
     }
 };
 

@@ -44,7 +44,7 @@ RuleResult gpu_rule(GpuRule rule, const RuleShape& s, const RuleInputs& in, int 
     const int64_t gate_row = s.n_value_heads;                          // one token's g or beta
     const int pieces[2][2] = {{0, split}, {split, n_tokens - split}};  // (first, count)
     gpu::DeltaChunkScratch scratch;
-    scratch.reserve(std::max(split, n_tokens - split), s.n_value_heads, s.dk, s.dv);
+    scratch.reserve(std::max(split, n_tokens - split), s.n_value_heads, s.dv);
     for (const auto& piece : pieces) {
         const int64_t first = piece[0], count = piece[1];
         float* o = out.data() + first * value_row;

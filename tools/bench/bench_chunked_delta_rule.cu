@@ -73,7 +73,7 @@ static void bench(const Heads& heads, int n_tokens) {
     const std::vector<float> state0(size_t(heads.n_value_heads) * kHeadDim * kHeadDim, 0.0f);
     DeviceBuffer<float> state(state0), out(size_t(value_rows) * kHeadDim);
     gpu::DeltaChunkScratch scratch;
-    scratch.reserve(n_tokens, heads.n_value_heads, kHeadDim, kHeadDim);
+    scratch.reserve(n_tokens, heads.n_value_heads, kHeadDim);
 
     const double flops = chunk_flops(n_tokens) * heads.n_value_heads;
     const auto row = [&](const char* kernel, double ms) {

@@ -19,7 +19,7 @@ mkdir -p $OUT
 end=$(grep -n -- '// ---- the launch ----' $STEP/chunked_delta_rule.cu | cut -d: -f1)
 {
     head -n $((end - 1)) $STEP/chunked_delta_rule.cu |
-        grep -vE '#include "(cuda_check|device_buffer|gemm_tensor_cores|ops_cuda)\.h"' |
+        grep -vE '#include "(cuda_check|device_buffer|gemm_tensor_cores)\.h"' |
         sed 's/extern __shared__ __align__(16) uint8_t shared_bytes\[\];/uint8_t* shared_bytes = emu::dynamic_shared();/'
     echo '}  // namespace gpu'
 } >$OUT/chunk_kernels.inc
