@@ -22,7 +22,7 @@
 // warp loads a 16 x 16 operand as two 16-byte loads a lane instead of building it from 16
 // scattered floats; and the eight blocks of a head read them, not build them eight times. The
 // state's slice is the accumulator of its own update and stays in the registers; shared
-// memory holds it only as the next products' right operand. Shared memory: 86 KB a
+// memory holds it only as the next products' right operand. Shared memory: 85 KB a
 // chunk_prepare block (sm_86 and sm_89 allow 99), 18 KB a chunk_state_pass block. dk and dv
 // up to 128; shorter heads are padded with zeros.
 //

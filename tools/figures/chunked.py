@@ -157,8 +157,9 @@ def chunk_matrices():
 
 
 def shared_bytes(chunk, head_dim, pad):
-    """sizeof(PrepareTiles): K and V as hi and lo tiles, at[C][C + 1], G (double), decay, beta."""
-    return 2 * 2 * chunk * (head_dim + pad) * 2 + chunk * (chunk + 1) * 4 + chunk * (8 + 4 + 4)
+    """sizeof(PrepareTiles): K and V as hi and lo tiles, at[C][C + 1], G (double), decay,
+    key_decay, beta."""
+    return 2 * 2 * chunk * (head_dim + pad) * 2 + chunk * (chunk + 1) * 4 + chunk * (8 + 4 + 4 + 4)
 
 
 def chunk_state_pass():

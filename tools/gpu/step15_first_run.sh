@@ -21,7 +21,11 @@ cd "$(dirname "$0")/../.."
 O=build/step15-run  # the logs, kept between calls on a warm machine
 mkdir -p "$O" models build/llama
 S=$O/summary.txt
-log() { echo "[$SECONDS s] $*" | tee -a "$S"; }
+# each line also to $OUT at once, so that a call cut short by its limit still returns them
+log() {
+    echo "[$SECONDS s] $*" | tee -a "$S"
+    cp "$S" "$OUT/" 2>/dev/null
+}
 DEADLINE=${DEADLINE:-540}  # seconds: later sections are skipped, so the call ends inside its limit
 time_left() { [ $SECONDS -lt $DEADLINE ] || { log "skipped past the deadline: $*"; return 1; }; }
 # once NAME: whether section NAME is still to run (not finished in an earlier call, time left)
@@ -44,6 +48,7 @@ else
         LLAMA_SOURCE=$PWD/build/llama/llama-src tools/gpu/build_llama_cpp.sh build/llama
         echo "llama build rc $?"
     ) >"$O/llama-build.log" 2>&1 &
+    BACKGROUND="${BACKGROUND:-} $!"
 fi
 
 # random-weight Qwen3.5 files, F16 now, Q4_K_M once llama-quantize exists; FILE.ok marks a
@@ -67,6 +72,7 @@ make_file() {  # type size [converter's arguments]
     [ -n "${SHORT:-}" ] && exit 0
     for size in 0.8b 4b; do make_file q4_k_m $size --llama-quantize $LQ; done
 ) >"$O/models.log" 2>&1 &
+BACKGROUND="${BACKGROUND:-} $!"
 
 mkdir -p build/bench
 nvcc -O2 -std=c++17 -arch=sm_90 -Istep15_chunked_delta_rule -Icommon tools/bench/bench_chunked_delta_rule.cu \
@@ -185,5 +191,15 @@ prompts q4_k_m 4b
 llama q4_k_m 4b
 tail -n 4 "$O/models.log" >>"$S"
 log "this call done; finished so far: $(paste -sd, "$O/done")"
+# A device call lasts as long as any process it started: what still runs in the background is
+# stopped, children first (the next call's build goes on where this one stopped).
+kill_tree() {
+    local child
+    for child in $(pgrep -P "$1"); do kill_tree "$child"; done
+    kill "$1" 2>/dev/null
+}
+for pid in ${BACKGROUND:-}; do
+    kill -0 "$pid" 2>/dev/null && { log "stopped background job $pid"; kill_tree "$pid"; }
+done
 rm -f "$O"/p*.txt
 tar czf "$OUT/logs.tgz" -C build step15-run && cp "$S" "$OUT/"
