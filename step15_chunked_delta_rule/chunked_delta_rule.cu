@@ -319,6 +319,7 @@ __device__ inline void load_prepare_inputs(PrepareTiles& s, const ChunkArgs& a, 
 // Warp w's 16 rows of K K^T and Q K^T: A^T (r < t) into shared memory, each times
 // e^(G_t - G_r) beta_t, and P (r <= t) as fragments; and diag(e^G) Q's rows as fragments.
 __device__ inline void scores(PrepareTiles& s, const ChunkArgs& a, int h, ChunkPlace at) {
+    // BEGIN SOLUTION step15 chunk_scores
     const int warp = threadIdx.x / 32, m0 = 16 * warp;
     uint32_t* fragments = chunk_fragments(a, at);
     float kk[kChunk / 8][4] = {}, qk[kChunk / 8][4] = {};
@@ -355,6 +356,7 @@ __device__ inline void scores(PrepareTiles& s, const ChunkArgs& a, int h, ChunkP
     for (int kt = 0; kt < kChunk / 16; kt++)
         store_fragment(fragments, kPFragments + 4 * warp + kt, threadIdx.x % 32,
                        acc_as_a_operand(qk, kt));
+    // END SOLUTION
 }
 
 // (diag(e^(G_last - G)) K)^T (dk, C) as fragments, the block's threads a (fragment, lane) each
@@ -397,9 +399,9 @@ __device__ inline void u_rows(const PrepareTiles& s, const ChunkArgs& a, ChunkPl
 }
 
 __global__ void __launch_bounds__(kChunkThreads) chunk_prepare_kernel(const ChunkArgs a) {
-    // BEGIN SOLUTION step15 chunk_prepare_kernel
     extern __shared__ __align__(16) uint8_t shared_bytes[];
     PrepareTiles& s = *reinterpret_cast<PrepareTiles*>(shared_bytes);
+    // BEGIN SOLUTION step15 chunk_prepare_kernel
     const int h = blockIdx.y;
     const ChunkPlace at = chunk_place(a, h, blockIdx.x);
     load_prepare_inputs(s, a, h, at);

@@ -42,6 +42,15 @@ class Region:
         self.needs = needs        # regions its checks call first: they must be written before
 
 
+# The GPU chunked rule's checks: both of step 15's regions are in chunk_prepare, which every
+# one of them runs.
+CHUNK_PREPARE_CHECKS = [
+    "gpu::chunked_gated_delta_rule equals gated_delta_rule from 1 to 8192 tokens, within the "
+    "bound",
+    "gpu::chunked_gated_delta_rule: keys nearly parallel and beta near 1 (A near all ones)",
+    "gpu::chunked_gated_delta_rule: a prompt in two calls, the state carried, equals one",
+    "gpu::chunked_gated_delta_rule equals gpu::gated_delta_rule, the kernel it replaces"]
+
 # Every region of every step. The names are the markers'; the checks are whole test case names
 # (make test-stepNN runs them with the rest; grading runs each region's alone).
 REGIONS = {
@@ -286,20 +295,19 @@ REGIONS = {
              "gated_delta_rule: value head h reads key head h % n_key_heads (the file's order)"]),
     },
     "15": {
+        "chunk_scores": Region(
+            "warp w's 16 rows of K K^T and Q K^T in one loop over dk (a_operand of key_value, "
+            "b_operand of s.keys, mma_split), storing on the way its rows of diag(e^G) Q as "
+            "fragments (store_fragment, kQFragments + 8 w + k); then A^T (r < t, times beta_t "
+            "e^(G_t - G_r)) above the diagonal of s.at, and P (r <= t, times the same decay) as "
+            "fragments (acc_as_a_operand, kPFragments + 4 w + k)",
+            CHUNK_PREPARE_CHECKS),
         "chunk_prepare_kernel": Region(
-            "a block per (chunk, value head): load_prepare_inputs (G, e^G, beta; K and V as split "
-            "tiles); warp w's 16 rows of K K^T and Q K^T (a_operand of key_value, b_operand of "
-            "s.keys, mma_split); A^T (r < t, times beta_t e^(G_t - G_r)) above the diagonal of "
-            "s.at and P (r <= t, times the decay) to the scratch; T = (I + A)^-1 by forward "
-            "substitution on and below the diagonal (a thread per column, a barrier per row); "
-            "W = T diag(beta e^G) K and U = T diag(beta) V by mix_product",
-            ["gpu::chunked_gated_delta_rule equals gated_delta_rule from 1 to 8192 tokens, "
-             "within the bound",
-             "gpu::chunked_gated_delta_rule: keys nearly parallel and beta near 1 (A near all "
-             "ones)",
-             "gpu::chunked_gated_delta_rule: a prompt in two calls, the state carried, equals "
-             "one",
-             "gpu::chunked_gated_delta_rule equals gpu::gated_delta_rule, the kernel it replaces"]),
+            "a block per (chunk, value head): load_prepare_inputs, scores and decayed_keys; then "
+            "T = (I + A)^-1 by forward substitution on and below the diagonal of s.at (a thread "
+            "per column, a barrier per row); then W's fragments and U's rows (w_fragments, "
+            "u_rows)",
+            CHUNK_PREPARE_CHECKS, helpers=("s",)),
     },
 }
 
@@ -470,6 +478,9 @@ def write_tree(number, out, shown):
     for tool in ("check/run_tests.sh", "setup.sh", "make_assignment.py"):
         (out / "tools" / tool).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / "tools" / tool, out / "tools" / tool)
+    # tools/emulate runs step 15's chunk kernels lane by lane where there is no GPU.
+    if source.name in (ROOT / "tools" / "emulate" / "run.sh").read_text():
+        shutil.copytree(ROOT / "tools" / "emulate", out / "tools" / "emulate")
     target = out / source.name
     target.mkdir()
     for path in sorted(source.iterdir()):

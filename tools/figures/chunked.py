@@ -75,8 +75,8 @@ def chunk_matrices():
     for name in ("β", "G"):
         x = matrix(ax, x + 0.3, top - 0.1, chunk, 6, unit, LIGHT_ORANGE, name, f"({chunk})")
     ax.text(x + 0.3, top - 0.15, "G_t = g_0 + ... + g_t, summed in\ndouble by one thread "
-            "(section 3);\ne^(G_t) and e^(G_last − G_t) go to\nthe scratch for the state "
-            "pass.\nPast a short chunk's last token,\nβ and g are 0.", fontsize=7.5,
+            "(section 3);\ne^(G_last) goes to the scratch\nfor the state pass.\n"
+            "Past a short chunk's last token,\nβ and g are 0.", fontsize=7.5,
             va="top", linespacing=1.35)
     for band in range(warps):
         ax.text(0.4, top - 0.1 - (band + 0.5) * warp_rows * unit, f"w{band}", ha="right",
@@ -144,7 +144,7 @@ def chunk_matrices():
                f"({chunk}, dk or dv)")
     ax.text(x + 0.15, top - 0.1 - tall / 2, "=", ha="center", va="center", fontsize=12)
     x = matrix(ax, x + 0.3, top - 0.1, chunk, head_dim, unit, LIGHT_GREEN, "W or U",
-               f"({chunk}, dk or dv), to the scratch", warps)
+               f"({chunk}, dk or dv), to the scratch:\nW as fragments, U as floats", warps)
     ax.text(x + 0.25, top - 0.1, f"The left operand is lower triangular: warp w's rows "
             f"need only its tiles\nof columns below {warp_rows} (w + 1) (dark: warp 2, three "
             "of four). Each warp\nbuilds its left operand in registers, split as it is read "
@@ -189,13 +189,13 @@ def chunk_state_pass():
             fontsize=7)
     ax.text(left - 0.08, top - 0.1 - heads * height / 2, "value heads", ha="right",
             va="center", fontsize=7, rotation=90)
-    ax.text(left + n_chunks * cell + 0.2, top - 0.1, "Each block: A, T, W, U, P and the\n"
-            "decays of its chunk (chunk_matrices.svg),\nwritten to the caller's "
-            f"DeltaChunkScratch:\n  W, U ({heads}, {n_chunks}, {chunk}, {head_dim}) floats "
-            f"each,\n  P ({heads}, {n_chunks}, {chunk}, {chunk}),\n  decays ({heads}, "
-            f"{n_chunks}, 2, {chunk}).\nNothing here reads the state: a prompt's\nchunks "
-            "all run side by side, as a\nGEMM's tiles do. Dark: head 0, whose\nchunks the "
-            "state pass walks (right).", fontsize=7.5, va="top", linespacing=1.35)
+    ax.text(left + n_chunks * cell + 0.2, top - 0.1, "Each block: A, T, W, U and P of its\n"
+            "chunk (chunk_matrices.svg). To the caller's\nDeltaChunkScratch: W, diag(e^G) Q, "
+            "P and\nthe decayed Kᵀ as split F16 fragments in\nthe lanes' order, "
+            f"U ({heads}, {n_chunks}, {chunk}, {head_dim})\nas floats, and e^(G_last).\n"
+            "Nothing here reads the state: a prompt's\nchunks all run side by side, as a\n"
+            "GEMM's tiles do. Dark: head 0, whose\nchunks the state pass walks (right).",
+            fontsize=7.5, va="top", linespacing=1.35)
 
     # Launch 2: head 0's slices, each a block walking the chunks.
     walk_left, walk_top = 5.3, 6.45
@@ -246,7 +246,8 @@ def chunk_state_pass():
     flow_x, flow_w, flow_h, gap = 5.3, 6.4, 0.5, 0.12
     steps = [
         (LIGHT_ORANGE, "V' = U − W S   (C x 16 x dk)",
-         "the chunk's deltas: warp w's 16 rows of W (from the scratch) times the shared slice;\n"
+         "the chunk's deltas: warp w's 16 rows of W (fragments from the scratch) times the "
+         "shared slice;\n"
          "stored to shared memory as hi and lo, every warp's rows needed next"),
         (LIGHT_PURPLE, "O = diag(e^G) Q S + P V'   (C x 16 x dk, then C x 16 x C)",
          "the outputs of the chunk's tokens for these 16 columns, Q S in the same k loop as "
