@@ -87,6 +87,13 @@ __device__ inline uint32_t bits(__half2 pair) { return *reinterpret_cast<const u
 // (hi[0..1] and lo[0..1] the first, [2..3] the second).
 struct SplitFragment {
     uint32_t hi[4], lo[4];
+
+    // Register i, split from the pair (x0, x1).
+    __device__ void set(int i, float x0, float x1) {
+        const SplitPair pair = split_pair(x0, x1);
+        hi[i] = bits(pair.hi);
+        lo[i] = bits(pair.lo);
+    }
 };
 
 // A (16 x 16) at rows m0, depth k0 of the matrix value(row, column), lane `lane`'s registers:
@@ -98,9 +105,7 @@ __device__ inline SplitFragment a_operand(Value value, int m0, int k0, int lane)
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         const int r = row + 8 * (i % 2), c = column + 8 * (i / 2);
-        const SplitPair pair = split_pair(value(r, c), value(r, c + 1));
-        f.hi[i] = bits(pair.hi);
-        f.lo[i] = bits(pair.lo);
+        f.set(i, value(r, c), value(r, c + 1));
     }
     return f;
 }
@@ -183,9 +188,7 @@ __device__ inline SplitFragment acc_as_a_operand(const float (&acc)[kTiles][4], 
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         const float* pair = &acc[2 * kt + i / 2][2 * (i % 2)];
-        const SplitPair split = split_pair(pair[0], pair[1]);
-        f.hi[i] = bits(split.hi);
-        f.lo[i] = bits(split.lo);
+        f.set(i, pair[0], pair[1]);
     }
     return f;
 }

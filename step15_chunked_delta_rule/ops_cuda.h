@@ -132,14 +132,16 @@ void gated_delta_rule(float* out, float* state, const float* q, const float* k, 
                       const float* g, const float* beta, int n_tokens, int n_key_heads,
                       int n_value_heads, int dk, int dv, Stream stream = nullptr);
 
+// A chunk's mma operands in DeltaChunkScratch: W (C, 128) and diag(e^G) Q (C, 128) are 32
+// fragments of 16 x 16 each, P (C, C) 16, (diag(e^(G_last - G)) K)^T (128, C) 32
+// (chunked_delta_rule.cu).
+constexpr int kDeltaChunkFragments = 32 + 32 + 16 + 32;
+constexpr int kDeltaFragmentWords = 2 * 32 * 4;  // hi and lo, 32 lanes, 4 registers of 2 halves
+
 // Step 15: what chunked_gated_delta_rule's first kernel leaves for its second, per value head
 // and chunk of C = kDeltaChunkSize tokens, n_chunks = ceil(n_tokens / C) (a short last chunk's
 // rows past its tokens are zeros). The caller owns it, sized for its longest call: the
 // prompt's DeviceRunState (forward_cuda.h) for kPromptChunk tokens, a check for its own.
-// A chunk's mma operands in that scratch: W (C, 128) and diag(e^G) Q (C, 128) are 32 fragments
-// of 16 x 16 each, P (C, C) 16, (diag(e^(G_last - G)) K)^T (128, C) 32 (chunked_delta_rule.cu).
-constexpr int kDeltaChunkFragments = 32 + 32 + 16 + 32;
-constexpr int kDeltaFragmentWords = 2 * 32 * 4;  // hi and lo, 32 lanes, 4 registers of 2 halves
 struct DeltaChunkScratch {
     DeviceBuffer<uint32_t> fragments;  // (n_value_heads, n_chunks, kDeltaChunkFragments,
                                        //  kDeltaFragmentWords) in the order the warps read them

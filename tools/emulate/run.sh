@@ -15,7 +15,7 @@ CUDA_INCLUDE=${CUDA_HOME:-/usr/local/cuda}/include
 mkdir -p $OUT
 
 # The kernels: chunked_delta_rule.cu up to its launch code, their dynamic shared memory taken
-# from lanes.h, the host-only headers left out.
+# from lanes.h, the headers of its host code left out (ops_cuda.h stays: it sizes the scratch).
 end=$(grep -n -- '// ---- the launch ----' $STEP/chunked_delta_rule.cu | cut -d: -f1)
 {
     head -n $((end - 1)) $STEP/chunked_delta_rule.cu |
