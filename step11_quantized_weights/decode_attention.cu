@@ -6,17 +6,26 @@
 // arguments for every token).
 // The decode step's merge can also write the heads' outputs as 8-bit blocks, the input of a
 // block-type Wo.
-// Written in step 9; last changed in step 11 (the merge's 8-bit output; an F16 cache).
+// Written in step 9; last changed in step 11 (the merge's 8-bit output; an F16 cache; two query
+// heads a block).
 //
 // One thread per query head would keep 12 threads busy for a 1.5B model, each reading every
 // cached key and value alone. The work is a read of the cache, (positions, kv_dim) floats of K
 // and of V, so it wants the whole GPU reading it. Here the positions are cut into chunks and
-// each block takes one chunk of one KV head, for all the query heads that share that head
-// (grouped-query attention: a cache row is read once, not once per query head). A chunk is a
-// whole number of passes of 32 positions, as few as makes about two blocks per multiprocessor
-// (a short cache has fewer: one pass a chunk). In a pass each of the 4 warps takes 8
-// positions, a whole row each, lanes reading neighbouring floats (or, from an F16 cache,
-// neighbouring runs of 4 halves: cache_elements.cuh).
+// each block takes one chunk of one KV head, for two of the query heads that share that head
+// (kBlockHeads; grouped-query attention). A chunk is a whole number of passes of 32 positions,
+// as few as makes about two blocks per multiprocessor (a short cache has fewer: one pass a
+// chunk). In a pass each of the 8 warps takes 4 positions, a whole row each, lanes reading
+// neighbouring floats (or, from an F16 cache, neighbouring runs of 4 halves: cache_elements.cuh).
+//
+// Why not all of a group's heads in one block, reading each cache row once? A decode step's
+// cache is short (513 positions after a 512-token prompt: 17 passes), so the grid is small, and
+// a block's time is the chain of its warps' instructions: for every position, a dot product and
+// a shuffle tree per head. With all six of Qwen2.5-1.5B's heads in a block, 34 blocks on 132
+// multiprocessors ran those chains six heads deep; with two heads a block there are three times
+// the blocks, their chains a third as long, and 8 warps of 4 positions halve them again. The
+// group's blocks read the same rows at about the same time, so the second and third reads
+// mostly come from L2, not from the memory.
 //
 // A softmax needs the maximum and the sum over *all* positions, which no chunk has. So each
 // chunk keeps its own: its largest score m, the sum l of exp(score - m) and the sum of the
@@ -36,9 +45,17 @@
 
 namespace gpu {
 
-constexpr int kDecodeWarps = 4;
-constexpr int kPositionsPerWarp = 8;
+constexpr int kDecodeWarps = 8;
+constexpr int kPositionsPerWarp = 4;
 constexpr int kPassPositions = kDecodeWarps * kPositionsPerWarp;  // 32: one per lane, later
+constexpr int kBlockHeads = 2;               // query heads a block takes, of its KV head's group
+constexpr int kBlocksPerMultiprocessor = 2;  // the grid a long cache gets
+static_assert(kBlockHeads <= kDecodeWarps, "the online softmax takes one warp per head");
+
+// A KV head's query heads in blocks of kBlockHeads (the last may have fewer).
+__host__ __device__ int head_blocks(int n_heads, int n_kv_heads) {
+    return (n_heads / n_kv_heads + kBlockHeads - 1) / kBlockHeads;
+}
 
 // How the positions are cut: chunks of whole passes, as few passes a chunk as keeps the
 // number of chunks at most max_chunks. The host and the kernels work it out alike (a decode
@@ -62,7 +79,8 @@ struct ChunkPartials {
     float* values;  // (n_chunks, n_heads, head_dim)
 };
 
-// With `position`, the query is at *position and n_positions is *position + 1, and a
+// Block (chunk, y) takes chunk `chunk` of block y % head_blocks of KV head y / head_blocks' query
+// heads. With `position`, the query is at *position and n_positions is *position + 1, and a
 // grid sized for the longest context has blocks with no chunk to do. Cache: the cache's
 // element type (cache_elements.cuh), which also sets the dimensions a lane holds (slot_dim).
 // Everything it reads is an earlier kernel's, so it waits for the previous kernel first
@@ -78,35 +96,37 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
     if (int(blockIdx.x) >= layout.n_chunks) return;
     const int chunk_positions = layout.chunk_positions;
     // BEGIN SOLUTION step09 split_attention_kernel
-    // This KV head's group, scaled, in slot order: entry lane + 32 s holds the dimension
+    // The block's query heads, scaled, in slot order: entry lane + 32 s holds the dimension
     // slot_dim(lane, s), so the lanes read neighbouring entries whatever the cache's type.
-    __shared__ float queries[kMaxGroup][kMaxHeadDim];
-    __shared__ float weights[kMaxGroup][kPassPositions];  // scores, then exp(score - max)
-    __shared__ float running_max[kMaxGroup], running_sum[kMaxGroup], rescale[kMaxGroup];
-    __shared__ float warp_values[kDecodeWarps][kMaxGroup][kMaxHeadDim];
-    const int chunk = blockIdx.x, kv_head = blockIdx.y;
-    const int group = n_heads / n_kv_heads, first_head = kv_head * group;
+    __shared__ float queries[kBlockHeads][kMaxHeadDim];
+    __shared__ float weights[kBlockHeads][kPassPositions];  // scores, then exp(score - max)
+    __shared__ float running_max[kBlockHeads], running_sum[kBlockHeads], rescale[kBlockHeads];
+    __shared__ float warp_values[kDecodeWarps][kBlockHeads][kMaxHeadDim];
+    const int chunk = blockIdx.x, group = n_heads / n_kv_heads;
+    const int blocks = head_blocks(n_heads, n_kv_heads), kv_head = blockIdx.y / blocks;
+    const int first_head = kv_head * group + blockIdx.y % blocks * kBlockHeads;
+    const int heads = min(kBlockHeads, (kv_head + 1) * group - first_head);  // 1 or 2
     const int kv_dim = n_kv_heads * head_dim;
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const float scale = 1.0f / sqrtf(float(head_dim));
 #pragma unroll  // every load of q issued before the first store
-    for (int i = threadIdx.x; i < kMaxGroup * kMaxHeadDim; i += kDecodeWarps * kWarpSize) {
+    for (int i = threadIdx.x; i < kBlockHeads * kMaxHeadDim; i += kDecodeWarps * kWarpSize) {
         const int g = i / kMaxHeadDim, slot = i % kMaxHeadDim;
         const int d = slot_dim<Cache>(slot % kWarpSize, slot / kWarpSize);
         queries[g][slot] =
-            g < group && d < head_dim ? q[(first_head + g) * head_dim + d] * scale : 0;
+            g < heads && d < head_dim ? q[(first_head + g) * head_dim + d] * scale : 0;
     }
-    if (threadIdx.x < group) {
+    if (threadIdx.x < heads) {
         running_max[threadIdx.x] = -INFINITY;
         running_sum[threadIdx.x] = 0.0f;
     }
     const int chunk_end = min(n_positions, (chunk + 1) * chunk_positions);
-    float value_sum[kMaxGroup][kSlotsPerLane] = {};  // this warp's share, lane's dimensions
+    float value_sum[kBlockHeads][kSlotsPerLane] = {};  // this warp's share, lane's dimensions
 
     for (int pass = chunk * chunk_positions; pass < chunk_end; pass += kPassPositions) {
         __syncthreads();  // the queries are stored; the last pass's weights are used
-        // The warp's 8 key rows and 8 value rows, all loaded before the first is used (the
-        // loops are unrolled): 16 loads in flight per lane instead of one at a time.
+        // The warp's 4 key rows and 4 value rows, all loaded before the first is used (the
+        // loops are unrolled): 8 loads in flight per lane instead of one at a time.
         float key[kPositionsPerWarp][kSlotsPerLane], value[kPositionsPerWarp][kSlotsPerLane];
 #pragma unroll
         for (int p = 0; p < kPositionsPerWarp; p++) {
@@ -119,12 +139,12 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
 #pragma unroll
         for (int p = 0; p < kPositionsPerWarp; p++) {
             const int slot = warp + p * kDecodeWarps;  // the position's place in the pass
-            // The scores of every head of the group, reduced together: each step of the shuffle
-            // tree moves all of them, so the group's sums wait for the tree once, not once a
-            // head. Rows past the group are zeros, computed and never kept.
-            float partial[kMaxGroup];
+            // The scores of the block's heads, reduced together: each step of the shuffle tree
+            // moves both, so they wait for the tree once, not once a head. A row past the
+            // group is zeros, computed and never kept.
+            float partial[kBlockHeads];
 #pragma unroll
-            for (int g = 0; g < kMaxGroup; g++) {
+            for (int g = 0; g < kBlockHeads; g++) {
                 partial[g] = 0.0f;
 #pragma unroll
                 for (int s = 0; s < kSlotsPerLane; s++)
@@ -133,16 +153,16 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
             }
             for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
 #pragma unroll
-                for (int g = 0; g < kMaxGroup; g++)
+                for (int g = 0; g < kBlockHeads; g++)
                     partial[g] += __shfl_xor_sync(kFullWarp, partial[g], offset);
             if (lane == 0)
-                for (int g = 0; g < group; g++)
+                for (int g = 0; g < heads; g++)
                     weights[g][slot] = pass + slot < chunk_end ? partial[g] : -INFINITY;
         }
         __syncthreads();
         // The online softmax, one warp per query head: lane j holds position pass + j. The
         // pass holds at least one position, so the new maximum is finite.
-        for (int g = warp; g < group; g += kDecodeWarps) {
+        for (int g = warp; g < heads; g += kDecodeWarps) {
             const float score = weights[g][lane], old_max = running_max[g];
             const float new_max = fmaxf(old_max, warp_max(score));
             const float weight = expf(score - new_max);  // 0 for the masked slots
@@ -158,8 +178,8 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
         __syncthreads();
         // The weighted values (a masked slot's weight is 0, its value row 0).
 #pragma unroll
-        for (int g = 0; g < kMaxGroup; g++)
-            if (g < group) {
+        for (int g = 0; g < kBlockHeads; g++)
+            if (g < heads) {
 #pragma unroll
                 for (int s = 0; s < kSlotsPerLane; s++) value_sum[g][s] *= rescale[g];
 #pragma unroll
@@ -171,15 +191,15 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
             }
     }
 
-    // The four warps' sums, added up: the chunk's result.
+    // The warps' sums, added up: the chunk's result.
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; g++)
+    for (int g = 0; g < kBlockHeads; g++)
 #pragma unroll
         for (int s = 0; s < kSlotsPerLane; s++)
-            if (g < group && slot_dim<Cache>(lane, s) < head_dim)
+            if (g < heads && slot_dim<Cache>(lane, s) < head_dim)
                 warp_values[warp][g][slot_dim<Cache>(lane, s)] = value_sum[g][s];
     __syncthreads();
-    for (int i = threadIdx.x; i < group * head_dim; i += blockDim.x) {
+    for (int i = threadIdx.x; i < heads * head_dim; i += blockDim.x) {
         const int g = i / head_dim, d = i % head_dim;
         float total = 0.0f;
         for (int w = 0; w < kDecodeWarps; w++) total += warp_values[w][g][d];
@@ -192,8 +212,8 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
     // END SOLUTION
 }
 
-// One block per query head. Its 4 warps take every 4th chunk, lanes the head's dimensions,
-// so the chunks' rows are read coalesced and 4 at a time; then the warps' sums are added. It
+// One block per query head. Its 8 warps take every 8th chunk, lanes the head's dimensions,
+// so the chunks' rows are read coalesced and 8 at a time; then the warps' sums are added. It
 // waits for the split first, as split_attention_kernel does for the kernel before it.
 // With out_q8.q, the head's outputs are also written rounded to 8 bits, the input of a
 // block-type Wo (warp w quantizes outputs 32w .. 32w + 31; head_dim must be a multiple of 32).
@@ -277,24 +297,27 @@ static ChunkPartials chunk_partials(int n_chunks, int n_heads, int head_dim) {
     return partials_in(scratch.data(), n_chunks, n_heads);
 }
 
-// About two blocks per multiprocessor: as many chunks as that takes for all KV heads.
-static int max_decode_chunks(int n_kv_heads) {
-    return std::max(1, 2 * multiprocessor_count() / n_kv_heads);
+// About kBlocksPerMultiprocessor blocks per multiprocessor: as many chunks as that takes for
+// all the blocks of query heads.
+static int max_decode_chunks(int n_heads, int n_kv_heads) {
+    const int blocks_per_chunk = n_kv_heads * head_blocks(n_heads, n_kv_heads);
+    return std::max(1, kBlocksPerMultiprocessor * multiprocessor_count() / blocks_per_chunk);
 }
 
 void split_attention(float* out, const float* q, const void* k, const void* v, int first_position,
                      int n_heads, int n_kv_heads, int head_dim, CacheType cache_type) {
     check_cache_shape(cache_type, head_dim, "attention");
     const int n_positions = first_position + 1;
-    const int max_chunks = max_decode_chunks(n_kv_heads);
+    const int max_chunks = max_decode_chunks(n_heads, n_kv_heads);
     const int n_chunks = chunk_layout(n_positions, max_chunks).n_chunks;
     const ChunkPartials partials = chunk_partials(n_chunks, n_heads, head_dim);
+    const dim3 grid(n_chunks, n_kv_heads * head_blocks(n_heads, n_kv_heads));
     with_cache_type(cache_type, [&](auto tag) {
         using Cache = typename decltype(tag)::type;
-        launch_kernel("split_attention_kernel", split_attention_kernel<Cache>,
-                      dim3(n_chunks, n_kv_heads), kDecodeWarps * kWarpSize, nullptr, partials, q,
-                      static_cast<const Cache*>(k), static_cast<const Cache*>(v), n_positions,
-                      nullptr, max_chunks, n_heads, n_kv_heads, head_dim);
+        launch_kernel("split_attention_kernel", split_attention_kernel<Cache>, grid,
+                      kDecodeWarps * kWarpSize, nullptr, partials, q, static_cast<const Cache*>(k),
+                      static_cast<const Cache*>(v), n_positions, nullptr, max_chunks, n_heads,
+                      n_kv_heads, head_dim);
     });
     launch_kernel("merge_chunks_kernel", merge_chunks_kernel, n_heads, kDecodeWarps * kWarpSize,
                   nullptr, out, partials, n_positions, nullptr, max_chunks, n_heads, head_dim,
@@ -303,14 +326,13 @@ void split_attention(float* out, const float* q, const void* k, const void* v, i
 
 // The grid is sized for the longest context: at most max_decode_chunks() chunks, and never
 // more chunks than a full cache has passes.
-static int decode_grid_chunks(int capacity, int n_kv_heads) {
-    return std::min(max_decode_chunks(n_kv_heads),
+static int decode_grid_chunks(int capacity, HeadShape heads) {
+    return std::min(max_decode_chunks(heads.n_heads, heads.n_kv_heads),
                     (capacity + kPassPositions - 1) / kPassPositions);
 }
 
 int64_t decode_attention_scratch(int capacity, HeadShape heads) {
-    return int64_t(decode_grid_chunks(capacity, heads.n_kv_heads)) * heads.n_heads *
-           (heads.head_dim + 2);
+    return int64_t(decode_grid_chunks(capacity, heads)) * heads.n_heads * (heads.head_dim + 2);
 }
 
 void decode_attention(float* out, const float* q, const void* k_cache, const void* v_cache,
@@ -321,17 +343,17 @@ void decode_attention(float* out, const float* q, const void* k_cache, const voi
     if (out_q8.q && heads.head_dim % kQ8BlockSize != 0)
         fail("gpu::decode_attention writes 8-bit blocks of heads of a multiple of 32, not %d",
              heads.head_dim);
-    const int grid_chunks = decode_grid_chunks(capacity, heads.n_kv_heads);
-    const int max_chunks = max_decode_chunks(heads.n_kv_heads);
+    const int grid_chunks = decode_grid_chunks(capacity, heads);
+    const int max_chunks = max_decode_chunks(heads.n_heads, heads.n_kv_heads);
     const ChunkPartials partials = partials_in(scratch, grid_chunks, heads.n_heads);
     const int32_t* position = &slots->position;
+    const dim3 grid(grid_chunks, heads.n_kv_heads * head_blocks(heads.n_heads, heads.n_kv_heads));
     with_cache_type(cache_type, [&](auto tag) {
         using Cache = typename decltype(tag)::type;
-        launch_kernel("split_attention_kernel", split_attention_kernel<Cache>,
-                      dim3(grid_chunks, heads.n_kv_heads), kDecodeWarps * kWarpSize, stream,
-                      partials, q, static_cast<const Cache*>(k_cache),
-                      static_cast<const Cache*>(v_cache), 0, position, max_chunks, heads.n_heads,
-                      heads.n_kv_heads, heads.head_dim);
+        launch_kernel("split_attention_kernel", split_attention_kernel<Cache>, grid,
+                      kDecodeWarps * kWarpSize, stream, partials, q,
+                      static_cast<const Cache*>(k_cache), static_cast<const Cache*>(v_cache), 0,
+                      position, max_chunks, heads.n_heads, heads.n_kv_heads, heads.head_dim);
     });
     launch_kernel("merge_chunks_kernel", merge_chunks_kernel, heads.n_heads,
                   kDecodeWarps * kWarpSize, stream, out, partials, 0, position, max_chunks,

@@ -2,8 +2,9 @@
 // kind alone and all of them in a layer's order, replayed as CUDA graphs on a stream of our own
 // with programmatic dependent launch, as the Decoder replays them. Not a test.
 //
-//   tools/bench/bench_decode_layers.sh    builds this against step11's sources (or BENCH_STEPS)
-//                                         and prints one table per step
+//   tools/bench/bench_decode_layers.sh [SHAPE [POSITIONS]]
+//       builds this against step11's sources (or BENCH_STEPS) and prints one table per step;
+//       POSITIONS: the cached positions the attention reads (default 512, the bench's prompt)
 //
 // A model's every layer gets weights of its own, in the types of Qwen's published Q4_K_M files
 // (tools/fixtures/make_tiny_model.py --as-published: Q4_K, with Q6_K in V and down on the
@@ -50,7 +51,6 @@ static const Shape kShapes[] = {
     {"7B", 28, 3584, 18944, 28, 4, 128},
 };
 
-constexpr int kPositions = 512;  // cached positions the attention reads (the bench's prompt)
 
 // llama.cpp's Q4_K_M rule for attn_v and ffn_down, with the layers counted in the order the
 // published files' quantizer met them (make_tiny_model.py's quantizer_counter).
@@ -120,10 +120,10 @@ static std::vector<float> random_floats(size_t n, uint32_t seed, float low, floa
 struct Layer {
     Matrix q, k, v, o, gate, up, down;
     DeviceBuffer<float> q_bias, k_bias, v_bias, attn_norm, ffn_norm;
-    DeviceBuffer<uint16_t> keys, values;  // (kPositions + 1, kv_dim) halves
+    DeviceBuffer<uint16_t> keys, values;  // (positions + 1, kv_dim) halves
 };
 
-static Layer make_layer(const Shape& s, int l) {
+static Layer make_layer(const Shape& s, int l, int positions) {
     const int q_dim = s.n_heads * s.head_dim, kv_dim = s.n_kv_heads * s.head_dim;
     const bool more = more_bits(l, s.n_layers);
     const GgmlType plain = published_type(false, s.d_model);
@@ -141,7 +141,7 @@ static Layer make_layer(const Shape& s, int l) {
     layer.v_bias.upload(random_floats(kv_dim, seed + 10, -0.1f, 0.1f));
     layer.attn_norm.upload(random_floats(s.d_model, seed + 11, 0.5f, 1.5f));
     layer.ffn_norm.upload(random_floats(s.d_model, seed + 12, 0.5f, 1.5f));
-    std::vector<uint16_t> halves(size_t(kPositions + 1) * kv_dim);
+    std::vector<uint16_t> halves(size_t(positions + 1) * kv_dim);
     std::mt19937 generator(seed + 13);
     for (uint16_t& h : halves) h = uint16_t(0x3000 + generator() % 0x0C00);  // 0.125 .. 1
     layer.keys.upload(halves);
@@ -157,17 +157,17 @@ struct Buffers {
     DeviceBuffer<gpu::DecodeSlots> slots;
 };
 
-static Buffers make_buffers(const Shape& s, const gpu::HeadShape& heads) {
+static Buffers make_buffers(const Shape& s, const gpu::HeadShape& heads, int positions) {
     Buffers b;
     b.x.upload(random_floats(s.d_model, 7, -1.0f, 1.0f));
     b.q.upload(random_floats(size_t(s.n_heads) * s.head_dim, 8, -1.0f, 1.0f));
     b.attn.upload(random_floats(size_t(s.n_heads) * s.head_dim, 9, -1.0f, 1.0f));
     b.ffn.upload(random_floats(s.d_ff, 10, -1.0f, 1.0f));
-    b.attention_scratch.resize(size_t(gpu::decode_attention_scratch(kPositions + 1, heads)));
+    b.attention_scratch.resize(size_t(gpu::decode_attention_scratch(positions + 1, heads)));
     b.normed_q8.resize(s.d_model);
     b.input_q8.resize(std::max(s.d_ff, s.n_heads * s.head_dim));
     b.group_done.upload(std::vector<int>(size_t(s.d_ff) / kQ8BlockSize, 0));
-    b.slots.upload({gpu::DecodeSlots{1, kPositions}});
+    b.slots.upload({gpu::DecodeSlots{1, positions}});
     return b;
 }
 
@@ -218,12 +218,17 @@ static double copy_gb_per_s() {
     return 2.0 * bytes / (runs[runs.size() / 2] * 1e6);
 }
 
-static void bench_shape(const Shape& s) {
+static void bench_shape(const Shape& shape, int positions) {
+    // The rows name the model, and the cache's length where it is not the bench prompt's.
+    const std::string name =
+        positions == 512 ? shape.name : std::string(shape.name) + "@" + std::to_string(positions);
+    Shape s = shape;
+    s.name = name.c_str();
     const gpu::HeadShape heads{s.n_heads, s.n_kv_heads, s.head_dim};
     const int q_dim = s.n_heads * s.head_dim;
     std::vector<Layer> layers;
-    for (int l = 0; l < s.n_layers; l++) layers.push_back(make_layer(s, l));
-    Buffers b = make_buffers(s, heads);
+    for (int l = 0; l < s.n_layers; l++) layers.push_back(make_layer(s, l, positions));
+    Buffers b = make_buffers(s, heads, positions);
     const float eps = 1e-6f;
     GpuStream stream;
     gpu::Stream st = stream.get();
@@ -245,7 +250,7 @@ static void bench_shape(const Shape& s) {
     auto attention = [&](int l) {
         gpu::decode_attention(b.attn.data(), b.q.data(), layers[l].keys.data(),
                               layers[l].values.data(), CacheType::F16,
-                              b.attention_scratch.data(), kPositions + 1, heads, b.slots.data(),
+                              b.attention_scratch.data(), positions + 1, heads, b.slots.data(),
                               b.input_q8.view(), st);
     };
     auto wo = [&](int l) {
@@ -274,7 +279,7 @@ static void bench_shape(const Shape& s) {
              return layers[l].q.n_bytes() + layers[l].k.n_bytes() + layers[l].v.n_bytes();
          }},
         {"decode_attention (split, merge)", attention,
-         [&](int) { return 2.0 * (kPositions + 1) * s.n_kv_heads * s.head_dim * 2; }},
+         [&](int) { return 2.0 * (positions + 1) * s.n_kv_heads * s.head_dim * 2; }},
         {"matvec_add Wo", wo, [&](int l) { return layers[l].o.n_bytes(); }},
         {"gate_up_swiglu", gate_up,
          [&](int l) { return layers[l].gate.n_bytes() + layers[l].up.n_bytes(); }},
@@ -314,12 +319,18 @@ int main(int argc, char** argv) {
             std::printf("bench_decode_layers: skipped, no CUDA device: %s\n", why_not.c_str());
             return 0;
         }
+        const int positions = argc > 2 ? std::atoi(argv[2]) : 512;
+        if (positions < 1 || positions > 131072) {
+            std::fprintf(stderr, "bench_decode_layers: POSITIONS must be 1 to 131072, not %s\n",
+                         argv[2]);
+            return 1;
+        }
         set_dependent_launch(true);
         const DeviceInfo device = device_info();
         std::printf("copy\t%s\t%.1f\t%.0f\n", device.name.c_str(), copy_gb_per_s(),
                     device.peak_gb_per_s);
         for (const Shape& s : kShapes)
-            if (argc < 2 || std::string(argv[1]) == s.name) bench_shape(s);
+            if (argc < 2 || std::string(argv[1]) == s.name) bench_shape(s, positions);
     } catch (const Error& error) {
         std::fprintf(stderr, "error: %s\n", error.what());
         return 1;

@@ -4,7 +4,8 @@
 # layer in the decode step's order (tools/bench/bench_decode_layers.cu says how each is timed).
 # Not a test, and only where there is a GPU: it says why it skips otherwise.
 #
-#   tools/bench/bench_decode_layers.sh [SHAPE]       step 11's kernels; SHAPE: 0.5B, 1.5B or 7B
+#   tools/bench/bench_decode_layers.sh [SHAPE [POSITIONS]]   step 11's kernels; SHAPE: 0.5B, 1.5B
+#       or 7B; POSITIONS: the cached positions the attention reads (default 512)
 #   BENCH_STEPS="DIR step11_quantized_weights" tools/bench/bench_decode_layers.sh
 #       versions side by side, the first the baseline (DIR: a step's directory as an earlier
 #       commit had it, for a worklog)
