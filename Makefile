@@ -122,7 +122,7 @@ $(BUILD)/common/%.o: common/%.cpp | deps
 test: $(foreach n,$(STEPS),$(BUILD)/test_step$(n)) ## run every step's checks once; ends with "N passed, N failed"
 	@tools/check/run_tests.sh --once $(if $(HAVE_NVCC),,--no-nvcc "$(strip $(CUDA_STEPS))") \
 	    tools/check/check_carried.sh tools/check/check_assignments.sh tools/check/check_docs.py \
-	    tools/emulate/check.sh $^
+	    tools/emulate/check.sh tools/emulate/check_attention.sh $^
 
 # tools/check/check_assignments.sh compiles the assignments' stubbed files as this build
 # compiles the real ones and links them with this build's objects.

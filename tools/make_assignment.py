@@ -478,7 +478,8 @@ def write_tree(number, out, shown):
     for tool in ("check/run_tests.sh", "setup.sh", "make_assignment.py"):
         (out / "tools" / tool).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / "tools" / tool, out / "tools" / tool)
-    # tools/emulate runs step 15's chunk kernels lane by lane where there is no GPU.
+    # tools/emulate runs step 15's chunk kernels and step 11's decode attention lane by lane
+    # where there is no GPU.
     if source.name in (ROOT / "tools" / "emulate" / "run.sh").read_text():
         shutil.copytree(ROOT / "tools" / "emulate", out / "tools" / "emulate")
     target = out / source.name

@@ -4,12 +4,13 @@
 //
 // What it models: threadIdx/blockIdx, __syncthreads, static and dynamic shared memory (the
 // dynamic part filled with 0xff bytes, a NaN in every float, so a value read before it is
-// written shows), and the two warp instructions of tensor_core_ptx.cuh, with the lane layouts
-// PTX's ISA documents. mma's products are exact (F16 times F16 fits a double); their sum is
+// written shows), the two warp instructions of tensor_core_ptx.cuh, with the lane layouts
+// PTX's ISA documents, and the warp's shuffles and vote (__shfl_xor_sync, __shfl_sync,
+// __all_sync; whole warps). mma's products are exact (F16 times F16 fits a double); their sum is
 // exact too, or with EMU_TRUNCATE set, cut toward zero 24 bits below the largest addend, as
 // published measurements of the tensor cores' fp32 accumulation describe.
 // What it does not: timing, concurrency (a race shows only in the order the fibers run), cp.async,
-// shuffles, atomics. A deadlock (a barrier some threads never reach) stops it with a message.
+// atomics. A deadlock (a barrier some threads never reach) stops it with a message.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -40,6 +41,7 @@ struct Warp {
     uint32_t a[32][4];  // mma: each lane's A registers
     uint32_t b[32][2];  // mma: each lane's B registers
     const void* address[32];  // ldmatrix: each lane's row address
+    uint32_t word[32];        // a shuffle: each lane's value, as bits
 };
 
 struct Block {
@@ -70,6 +72,9 @@ inline uint3 thread_idx() {
     return {unsigned(i % x), unsigned(i / x % y), unsigned(i / (x * y))};
 }
 inline uint8_t* dynamic_shared() { return g_block->dynamic_shared.data(); }
+// blockDim, which a kernel's text names as emu::block_dim() (run.sh rewrites it: a macro would
+// also rewrite cudaLaunchConfig_t's member of that name).
+inline dim3 block_dim() { return g_block->dim; }
 
 inline void yield() {
     Block& b = *g_block;
@@ -230,6 +235,21 @@ inline void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool transposed) {
     sync_warp();
 }
 
+// A shuffle of every lane's 4-byte value: lane l gets lane source(l)'s.
+template <typename T, typename Source>
+T shuffle(T value, Source source) {
+    static_assert(sizeof(T) == 4, "shuffles of 4-byte values");
+    Warp& w = warp();
+    const int l = lane();
+    memcpy(&w.word[l], &value, 4);
+    sync_warp();
+    const int from = source(l);
+    if (from < 0 || from >= 32) die("a shuffle from outside the warp");
+    memcpy(&value, &w.word[from], 4);
+    sync_warp();
+    return value;
+}
+
 }  // namespace emu
 
 // The kernel's CUDA words, as the emulation reads them. Shared memory is `static`: one copy,
@@ -251,5 +271,22 @@ inline void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool transposed) {
 #define threadIdx (emu::thread_idx())
 #define blockIdx (emu::g_block->index)
 inline void __syncthreads() { emu::sync_block(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { emu::sync_warp(); }
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T value, int lane_mask) {
+    if (mask != 0xffffffffu) emu::die("shuffles of whole warps only");
+    return emu::shuffle(value, [&](int l) { return l ^ lane_mask; });
+}
+template <typename T>
+T __shfl_sync(unsigned mask, T value, int source_lane) {
+    if (mask != 0xffffffffu) emu::die("shuffles of whole warps only");
+    return emu::shuffle(value, [&](int) { return source_lane; });
+}
+inline int __all_sync(unsigned mask, int predicate) {
+    if (mask != 0xffffffffu) emu::die("votes of whole warps only");
+    int all = predicate != 0;
+    for (int offset = 1; offset < 32; offset *= 2) all &= __shfl_xor_sync(mask, all, offset);
+    return all;
+}
 using std::max;
 using std::min;

@@ -1,9 +1,11 @@
 #!/bin/bash
-# tools/emulate/run.sh - step 15's chunk kernels run lane by lane on the CPU (lanes.h): built
-# from step15_chunked_delta_rule/chunked_delta_rule.cu as it stands, into build/emulate.
-#   tools/emulate/run.sh rule [MAX_TOKENS]          against the recurrence, random inputs
+# tools/emulate/run.sh - GPU kernels run lane by lane on the CPU (lanes.h), built from the step's
+# source as it stands, into build/emulate: step 15's chunk kernels and step 11's decode attention.
+#   tools/emulate/run.sh rule [MAX_TOKENS]          the chunk kernels against the recurrence
 #   tools/emulate/run.sh check                      the same up to 130 tokens, as `make test` runs it
 #   tools/emulate/run.sh model MODEL.gguf IDS.txt   a file's prompt: every position's logits
+#   tools/emulate/run.sh attention [check]          the split and merge kernels against attention
+#                                                   in double (check: fewer cases, as `make test`)
 # EMU_TRUNCATE=1 cuts each mma sum as the tensor cores do (lanes.h). Needs g++ and CUDA's headers
 # (cuda_fp16.h), not a GPU; run `make build/release-cpu-only/test_step15 HAVE_NVCC=` first for
 # `model` (it links that build's objects).
@@ -46,6 +48,24 @@ check)
     build_rule
     $OUT/chunk_rule 130 check
     ;;
+attention)
+    if [ ! -f $CUDA_INCLUDE/cuda_fp16.h ]; then
+        echo "SKIPPED: the emulated decode attention needs CUDA's headers ($CUDA_INCLUDE/cuda_fp16.h is missing)"
+        echo "emulated_decode_attention: 0 passed, 0 failed, 1 skipped"
+        exit 0
+    fi
+    # decode_attention.cu up to its host code; blockDim named as lanes.h provides it
+    ATTENTION_STEP=step11_quantized_weights
+    end=$(grep -n '^// The multiprocessors of the current device' $ATTENTION_STEP/decode_attention.cu | cut -d: -f1)
+    [ -n "$end" ] || { echo "run.sh: decode_attention.cu's host code not found" >&2; exit 1; }
+    {
+        head -n $((end - 1)) $ATTENTION_STEP/decode_attention.cu | sed 's/\bblockDim\b/emu::block_dim()/g'
+        echo '}  // namespace gpu'
+    } >$OUT/decode_attention_kernels.inc
+    g++ -std=c++17 -O2 -Itools/emulate -I$OUT -I$ATTENTION_STEP -Icommon -isystem $CUDA_INCLUDE \
+        -include tools/emulate/lanes.h tools/emulate/decode_attention_check.cpp -o $OUT/decode_attention_check
+    $OUT/decode_attention_check ${2:-}
+    ;;
 model)
     objects=build/release-cpu-only/$STEP
     [ -f $objects/weights.o ] || { echo "run.sh: build $objects first (make build/release-cpu-only/test_step15 HAVE_NVCC=)" >&2; exit 1; }
@@ -57,7 +77,7 @@ model)
     $OUT/chunk_rule_in_model "$2" "$3"
     ;;
 *)
-    sed -n '2,9p' "$0"
+    sed -n '2,11p' "$0"
     exit 1
     ;;
 esac
