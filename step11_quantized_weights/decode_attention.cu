@@ -56,6 +56,11 @@ __host__ __device__ int head_blocks(int n_heads, int n_kv_heads) {
     return (n_heads / n_kv_heads + kBlockHeads - 1) / kBlockHeads;
 }
 
+// Every KV head's blocks of query heads: the split grid's second dimension.
+static int all_head_blocks(int n_heads, int n_kv_heads) {
+    return n_kv_heads * head_blocks(n_heads, n_kv_heads);
+}
+
 // How the positions are cut: chunks of whole passes, as few passes a chunk as keeps the
 // number of chunks at most max_chunks. The host and the kernels work it out alike (a decode
 // step's graph knows the number of positions only on the device).
@@ -299,8 +304,8 @@ static ChunkPartials chunk_partials(int n_chunks, int n_heads, int head_dim) {
 // About kBlocksPerMultiprocessor blocks per multiprocessor: as many chunks as that takes for
 // all the blocks of query heads.
 static int max_decode_chunks(int n_heads, int n_kv_heads) {
-    const int blocks_per_chunk = n_kv_heads * head_blocks(n_heads, n_kv_heads);
-    return std::max(1, kBlocksPerMultiprocessor * multiprocessor_count() / blocks_per_chunk);
+    return std::max(1, kBlocksPerMultiprocessor * multiprocessor_count() /
+                           all_head_blocks(n_heads, n_kv_heads));
 }
 
 void split_attention(float* out, const float* q, const void* k, const void* v, int first_position,
@@ -310,7 +315,7 @@ void split_attention(float* out, const float* q, const void* k, const void* v, i
     const int max_chunks = max_decode_chunks(n_heads, n_kv_heads);
     const int n_chunks = chunk_layout(n_positions, max_chunks).n_chunks;
     const ChunkPartials partials = chunk_partials(n_chunks, n_heads, head_dim);
-    const dim3 grid(n_chunks, n_kv_heads * head_blocks(n_heads, n_kv_heads));
+    const dim3 grid(n_chunks, all_head_blocks(n_heads, n_kv_heads));
     with_cache_type(cache_type, [&](auto tag) {
         using Cache = typename decltype(tag)::type;
         launch_kernel("split_attention_kernel", split_attention_kernel<Cache>, grid,
@@ -346,7 +351,7 @@ void decode_attention(float* out, const float* q, const void* k_cache, const voi
     const int max_chunks = max_decode_chunks(heads.n_heads, heads.n_kv_heads);
     const ChunkPartials partials = partials_in(scratch, grid_chunks, heads.n_heads);
     const int32_t* position = &slots->position;
-    const dim3 grid(grid_chunks, heads.n_kv_heads * head_blocks(heads.n_heads, heads.n_kv_heads));
+    const dim3 grid(grid_chunks, all_head_blocks(heads.n_heads, heads.n_kv_heads));
     with_cache_type(cache_type, [&](auto tag) {
         using Cache = typename decltype(tag)::type;
         launch_kernel("split_attention_kernel", split_attention_kernel<Cache>, grid,

@@ -56,6 +56,11 @@ __host__ __device__ int head_blocks(int n_heads, int n_kv_heads) {
     return (n_heads / n_kv_heads + kBlockHeads - 1) / kBlockHeads;
 }
 
+// Every KV head's blocks of query heads: the split grid's second dimension.
+static int all_head_blocks(int n_heads, int n_kv_heads) {
+    return n_kv_heads * head_blocks(n_heads, n_kv_heads);
+}
+
 // How the positions are cut: chunks of whole passes, as few passes a chunk as keeps the
 // number of chunks at most max_chunks. The host and the kernels work it out alike (a decode
 // step's graph knows the number of positions only on the device).
@@ -293,8 +298,8 @@ static ChunkPartials chunk_partials(int n_chunks, int n_heads, int head_dim) {
 // About kBlocksPerMultiprocessor blocks per multiprocessor: as many chunks as that takes for
 // all the blocks of query heads.
 static int max_decode_chunks(int n_heads, int n_kv_heads) {
-    const int blocks_per_chunk = n_kv_heads * head_blocks(n_heads, n_kv_heads);
-    return std::max(1, kBlocksPerMultiprocessor * multiprocessor_count() / blocks_per_chunk);
+    return std::max(1, kBlocksPerMultiprocessor * multiprocessor_count() /
+                           all_head_blocks(n_heads, n_kv_heads));
 }
 
 // The split kernel over grid_chunks chunks of each KV head, then the merge, both instances
@@ -304,7 +309,7 @@ static void launch_split_and_merge(float* out, const float* q, const void* k, co
                                    CacheType cache_type, ChunkPartials partials, int grid_chunks,
                                    int n_positions, const int32_t* position, int max_chunks,
                                    HeadShape heads, Q8Vector out_q8, Stream stream) {
-    const dim3 grid(grid_chunks, heads.n_kv_heads * head_blocks(heads.n_heads, heads.n_kv_heads));
+    const dim3 grid(grid_chunks, all_head_blocks(heads.n_heads, heads.n_kv_heads));
     with_head_slots(heads.head_dim, [&](auto head_slots) {
         constexpr int kSlots = decltype(head_slots)::value;
         with_cache_type(cache_type, [&](auto tag) {

@@ -51,7 +51,6 @@ static const Shape kShapes[] = {
     {"7B", 28, 3584, 18944, 28, 4, 128},
 };
 
-
 // llama.cpp's Q4_K_M rule for attn_v and ffn_down, with the layers counted in the order the
 // published files' quantizer met them (make_tiny_model.py's quantizer_counter).
 static bool more_bits(int layer, int n_layers) {

@@ -1,8 +1,8 @@
 // decode_attention_check.cpp - step 11's split decode attention (decode_attention.cu: the split
 // and merge kernels) run lane by lane on the CPU (lanes.h), against attention in double on the
 // same keys and values: one query over 1 to 600 cached positions, float and F16 caches, heads of
-// Qwen2.5-0.5B, 1.5B and 7B and an awkward one, grids of many chunks and of few (so a chunk holds
-// several passes). Usage: decode_attention_check [check]; `check`, as `make test` runs it: up to
+// Qwen2.5-0.5B, 1.5B and 7B, the tiny model's and two awkward ones, grids of many chunks and of
+// few (so a chunk holds several passes). Usage: decode_attention_check [check]; `check`, as `make test` runs it: up to
 // 300 positions, and only the failed cases printed.
 #include <cmath>
 #include <cstdio>
@@ -29,18 +29,6 @@ struct Case {
     int n_positions, n_heads, n_kv_heads, head_dim, multiprocessors;
     CacheType cache;
 };
-
-// The cache's element as the kernels read it, and as a float.
-template <typename Cache>
-Cache to_cache(float x);
-template <>
-float to_cache<float>(float x) {
-    return x;
-}
-template <>
-__half to_cache<__half>(float x) {
-    return __float2half_rn(x);
-}
 
 // Attention in double of one query over n_positions rows of K and V (each rounded as the cache
 // holds it): out (n_heads, head_dim).
@@ -76,7 +64,7 @@ template <typename Cache>
 std::vector<float> emulated(const Case& c, const std::vector<float>& q, const std::vector<Cache>& k,
                             const std::vector<Cache>& v) {
     using namespace gpu;
-    const int blocks_per_chunk = c.n_kv_heads * head_blocks(c.n_heads, c.n_kv_heads);
+    const int blocks_per_chunk = all_head_blocks(c.n_heads, c.n_kv_heads);  // max_decode_chunks'
     const int max_chunks =
         std::max(1, kBlocksPerMultiprocessor * c.multiprocessors / blocks_per_chunk);
     const int n_chunks = chunk_layout(c.n_positions, max_chunks).n_chunks;
@@ -103,9 +91,9 @@ bool run(const Case& c, std::mt19937& random, bool quiet) {
     const size_t kv_size = size_t(c.n_positions) * c.n_kv_heads * c.head_dim;
     std::vector<float> q(size_t(c.n_heads) * c.head_dim);
     for (float& x : q) x = 2.0f * uniform(random);
-    std::vector<Cache> k(kv_size), v(kv_size);
-    for (Cache& x : k) x = to_cache<Cache>(uniform(random));
-    for (Cache& x : v) x = to_cache<Cache>(uniform(random));
+    std::vector<Cache> k(kv_size), v(kv_size);  // rounded as the kernels that write a cache round
+    for (size_t i = 0; i < kv_size; i++) gpu::store(k.data(), int64_t(i), uniform(random));
+    for (size_t i = 0; i < kv_size; i++) gpu::store(v.data(), int64_t(i), uniform(random));
     const std::vector<float> got = emulated(c, q, k, v);
     const std::vector<double> expected = reference(c, q, k, v);
     double worst = 0.0;

@@ -34,26 +34,26 @@ build_rule() {
         -include tools/emulate/lanes.h tools/emulate/chunk_rule.cpp \
         $STEP/ops_cpu.cpp $STEP/dequantize.cpp $STEP/ggml_types.cpp -o $OUT/chunk_rule
 }
+# skip_without_headers WHAT COUNTER: where CUDA's headers are missing, a check says why and
+# prints its count line as skipped.
+skip_without_headers() {
+    [ -f $CUDA_INCLUDE/cuda_fp16.h ] && return
+    echo "SKIPPED: $1 need CUDA's headers ($CUDA_INCLUDE/cuda_fp16.h is missing)"
+    echo "$2: 0 passed, 0 failed, 1 skipped"
+    exit 0
+}
 case "${1:-}" in
 rule)
     build_rule
     $OUT/chunk_rule ${2:-200}
     ;;
 check)
-    if [ ! -f $CUDA_INCLUDE/cuda_fp16.h ]; then
-        echo "SKIPPED: the emulated chunk kernels need CUDA's headers ($CUDA_INCLUDE/cuda_fp16.h is missing)"
-        echo "emulated_chunk_kernels: 0 passed, 0 failed, 1 skipped"
-        exit 0
-    fi
+    skip_without_headers "the emulated chunk kernels" emulated_chunk_kernels
     build_rule
     $OUT/chunk_rule 130 check
     ;;
 attention)
-    if [ ! -f $CUDA_INCLUDE/cuda_fp16.h ]; then
-        echo "SKIPPED: the emulated decode attention needs CUDA's headers ($CUDA_INCLUDE/cuda_fp16.h is missing)"
-        echo "emulated_decode_attention: 0 passed, 0 failed, 1 skipped"
-        exit 0
-    fi
+    skip_without_headers "the emulated decode attention kernels" emulated_decode_attention
     # decode_attention.cu up to its host code; blockDim named as lanes.h provides it
     ATTENTION_STEP=step11_quantized_weights
     end=$(grep -n '^// The multiprocessors of the current device' $ATTENTION_STEP/decode_attention.cu | cut -d: -f1)
