@@ -14,7 +14,7 @@
 // each block takes one chunk of one KV head, for two of the query heads that share that head
 // (kBlockHeads; grouped-query attention). A chunk is a whole number of passes of 32 positions,
 // as few as makes about two blocks per multiprocessor (a short cache has fewer: one pass a
-// chunk). In a pass each of the 4 warps takes 8 positions, a whole row each, lanes reading
+// chunk). In a pass each of the 8 warps takes 4 positions, a whole row each, lanes reading
 // neighbouring floats (or, from an F16 cache, neighbouring runs of 4 halves: cache_elements.cuh).
 //
 // Why not all of a group's heads in one block, reading each cache row once? A decode step's
@@ -23,7 +23,8 @@
 // a shuffle tree per head. With all six of Qwen2.5-1.5B's heads in a block, 34 blocks on 132
 // multiprocessors ran those chains six heads deep; with two heads a block there are three times
 // the blocks, their chains a third as long. The group's blocks read the same rows at about the
-// same time, so the second and third reads mostly come from L2, not from the memory.
+// same time, so the second and third reads mostly come from L2, not from the memory. For the
+// same reason a pass is 8 warps of 4 positions, not 4 of 8: each warp's chain half as long.
 //
 // A softmax needs the maximum and the sum over *all* positions, which no chunk has. So each
 // chunk keeps its own: its largest score m, the sum l of exp(score - m) and the sum of the
@@ -44,8 +45,8 @@
 
 namespace gpu {
 
-constexpr int kDecodeWarps = 4;
-constexpr int kPositionsPerWarp = 8;
+constexpr int kDecodeWarps = 8;
+constexpr int kPositionsPerWarp = 4;
 constexpr int kPassPositions = kDecodeWarps * kPositionsPerWarp;  // 32: one per lane, later
 constexpr int kBlockHeads = 2;               // query heads a block takes, of its KV head's group
 constexpr int kBlocksPerMultiprocessor = 2;  // the grid a long cache gets
@@ -129,8 +130,8 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
 
     for (int pass = chunk * chunk_positions; pass < chunk_end; pass += kPassPositions) {
         __syncthreads();  // the queries are stored; the last pass's weights are used
-        // The warp's 8 key rows and 8 value rows, all loaded before the first is used (the
-        // loops are unrolled): 16 loads in flight per lane instead of one at a time.
+        // The warp's 4 key rows and 4 value rows, all loaded before the first is used (the
+        // loops are unrolled): 8 loads in flight per lane instead of one at a time.
         float key[kPositionsPerWarp][kSlotsPerLane], value[kPositionsPerWarp][kSlotsPerLane];
 #pragma unroll
         for (int p = 0; p < kPositionsPerWarp; p++) {
@@ -216,8 +217,8 @@ __global__ void split_attention_kernel(ChunkPartials partials, const float* q, c
     // END SOLUTION
 }
 
-// One block per query head. Its 4 warps take every 4th chunk, lanes the head's dimensions,
-// so the chunks' rows are read coalesced and 4 at a time; then the warps' sums are added. It
+// One block per query head. Its 8 warps take every 8th chunk, lanes the head's dimensions,
+// so the chunks' rows are read coalesced and 8 at a time; then the warps' sums are added. It
 // waits for the split first, as split_attention_kernel does for the kernel before it.
 // With out_q8.q, the head's outputs are also written rounded to 8 bits, the input of a
 // block-type Wo (warp w quantizes outputs 32w .. 32w + 31; head_dim must be a multiple of 32).
