@@ -2,8 +2,8 @@
 // and merge kernels) run lane by lane on the CPU (lanes.h), against attention in double on the
 // same keys and values: one query over 1 to 600 cached positions, float and F16 caches, heads of
 // Qwen2.5-0.5B, 1.5B and 7B, the tiny model's and two awkward ones, grids of many chunks and of
-// few (so a chunk holds several passes). Usage: decode_attention_check [check]; `check`, as `make test` runs it: up to
-// 300 positions, and only the failed cases printed.
+// few (so a chunk holds several passes). Usage: decode_attention_check [check]; `check`, as
+// `make test` runs it: up to 300 positions, and only the failed cases printed.
 #include <cmath>
 #include <cstdio>
 #include <random>
